@@ -1,0 +1,57 @@
+# Helpers shared by every component: one warnings target for our code only,
+# sanitizer flags, and one function each to add a library, a test, a benchmark.
+
+add_library(gpucanary_warnings INTERFACE)
+target_compile_options(gpucanary_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+  -Wcast-align -Woverloaded-virtual -Wconversion -Wsign-conversion
+  -Wnull-dereference -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough
+  $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety>)
+
+if(GPUCANARY_SANITIZE)
+  string(REPLACE ";" "," _gc_san "${GPUCANARY_SANITIZE}")
+  add_compile_options(-fsanitize=${_gc_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${_gc_san})
+endif()
+
+# gc_add_library(NAME SOURCES ... [DEPS ...])
+# A static library gpucanary_<NAME> rooted at src/, so includes read "expfmt/parser.h".
+function(gc_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(gpucanary_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(gpucanary_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(gpucanary_${name} PUBLIC ${ARG_DEPS} PRIVATE gpucanary_warnings)
+endfunction()
+
+# gc_add_test(NAME SOURCES ... [DEPS ...] [LABELS ...])
+# A GoogleTest executable registered with CTest. Tests see GPUCANARY_SHARED_DIR
+# and GPUCANARY_SOURCE_DIR as string macros.
+function(gc_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT GPUCANARY_BUILD_TESTS)
+    return()
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
+                        gpucanary_warnings)
+  target_compile_definitions(${name} PRIVATE
+    GPUCANARY_SHARED_DIR="${GPUCANARY_SHARED_DIR}"
+    GPUCANARY_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    GPUCANARY_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  include(GoogleTest)
+  gtest_discover_tests(${name} PROPERTIES LABELS "unit;${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# gc_add_benchmark(NAME SOURCES ... [DEPS ...] [ARGS ...])
+# A Google Benchmark executable. CTest smoke-runs it (label "bench") with a tiny
+# minimum time: CI checks that it runs, real figures come from running it by hand.
+function(gc_add_benchmark name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;ARGS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark gpucanary_warnings)
+  target_compile_definitions(${name} PRIVATE GPUCANARY_SHARED_DIR="${GPUCANARY_SHARED_DIR}")
+  if(GPUCANARY_BUILD_TESTS)
+    add_test(NAME ${name}_smoke COMMAND ${name} --benchmark_min_time=0.001 ${ARG_ARGS})
+    set_tests_properties(${name}_smoke PROPERTIES LABELS "bench")
+  endif()
+endfunction()

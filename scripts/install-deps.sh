@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages gpucanary needs to build, test and benchmark.
+# Idempotent: packages already present are left alone. Runs as root (or via sudo).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev        # libFuzzer and sanitizers for the fuzz target
+  libexpected-dev                 # tl::expected: Result<T>
+  libcli11-dev                    # CLI parsing
+  nlohmann-json3-dev              # JSON output and test metadata
+  libxxhash-dev                   # XXH3 series hashing
+  zlib1g-dev                      # .gz recordings
+  libgtest-dev libgmock-dev       # unit tests
+  libbenchmark-dev                # benchmarks
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,29 @@
+#pragma once
+// The subcommand seam of the gpucanary binary. Each subcommand lives in its own
+// <name>_command.cc and exposes one Register function; main.cc calls them all.
+//
+// A subcommand's callback writes to ctx.out / ctx.err and sets ctx.exit_code.
+// Exit codes follow DESIGN.md: 0 success, 3 bad input or usage (with a message on
+// stderr); judge-style commands add 1 (fail) and 2 (inconclusive).
+
+#include <iosfwd>
+
+namespace CLI {
+class App;
+}
+
+namespace gpucanary::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 3;
+
+struct CommandContext {
+  std::ostream& out;
+  std::ostream& err;
+  int exit_code = kExitOk;
+};
+
+void RegisterCheckCommand(CLI::App& app, CommandContext& ctx);
+void RegisterSummarizeCommand(CLI::App& app, CommandContext& ctx);
+
+}  // namespace gpucanary::cli

@@ -1,0 +1,648 @@
+#include "expfmt/parser.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace gpucanary::expfmt {
+namespace {
+
+// Character classes. Metric names: [a-zA-Z_:][a-zA-Z0-9_:]*; label names:
+// [a-zA-Z_][a-zA-Z0-9_]* (exposition_formats.md; OpenMetrics ABNF metricname /
+// label-name).
+enum : std::uint8_t { kNameStart = 1, kNameChar = 2, kLabelStart = 4, kLabelChar = 8 };
+
+constexpr std::array<std::uint8_t, 256> MakeTable() {
+  std::array<std::uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    const bool digit = c >= '0' && c <= '9';
+    std::uint8_t v = 0;
+    if (alpha || c == '_') v |= kNameStart | kNameChar | kLabelStart | kLabelChar;
+    if (c == ':') v |= kNameStart | kNameChar;
+    if (digit) v |= kNameChar | kLabelChar;
+    t[static_cast<std::size_t>(c)] = v;
+  }
+  return t;
+}
+constexpr std::array<std::uint8_t, 256> kTable = MakeTable();
+
+inline bool Is(char c, std::uint8_t cls) {
+  return (kTable[static_cast<unsigned char>(c)] & cls) != 0;
+}
+inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+inline const char* SkipBlanks(const char* p, const char* e) {
+  while (p < e && IsBlank(*p)) ++p;
+  return p;
+}
+
+// Scans [start, e) for a metric name; returns the end of the name (== start when none).
+inline const char* ScanMetricName(const char* p, const char* e) {
+  if (p >= e || !Is(*p, kNameStart)) return p;
+  ++p;
+  while (p < e && Is(*p, kNameChar)) ++p;
+  return p;
+}
+
+inline const char* ScanLabelName(const char* p, const char* e) {
+  if (p >= e || !Is(*p, kLabelStart)) return p;
+  ++p;
+  while (p < e && Is(*p, kLabelChar)) ++p;
+  return p;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+// Decimal real number: [sign] (digits [. digits*] | . digits) [(e|E) [sign] digits].
+// Rejects hex, '_', 'p' and anything from_chars would stop at.
+bool ParseDecimal(std::string_view t, double& out) {
+  std::size_t i = 0;
+  bool negative = false;
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) {
+    negative = t[i] == '-';
+    ++i;
+  }
+  if (i >= t.size()) return false;
+  const char c = t[i];
+  if (!((c >= '0' && c <= '9') || c == '.')) return false;
+  const char* first = t.data() + i;
+  const char* last = t.data() + t.size();
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (ptr != last) return false;
+  if (ec == std::errc::result_out_of_range) {
+    // from_chars reports overflow/underflow; follow strtod: +-HUGE_VAL or 0.
+    v = std::strtod(std::string(first, last).c_str(), nullptr);
+  } else if (ec != std::errc()) {
+    return false;
+  }
+  out = negative ? -v : v;
+  return true;
+}
+
+}  // namespace
+
+bool ParseValue(std::string_view t, Format format, double& out) {
+  if (t.empty()) return false;
+  const char c = t[0];
+  if ((c >= '0' && c <= '9') || ((c == '-' || c == '+') && t.size() > 1 && t[1] >= '0' &&
+                                 t[1] <= '9')) {
+    // Fast path for plain integers, the commonest dcgm-exporter value.
+    if (t.size() <= 15) {
+      std::size_t i = (c == '-' || c == '+') ? 1 : 0;
+      std::int64_t v = 0;
+      std::size_t j = i;
+      for (; j < t.size(); ++j) {
+        const char d = t[j];
+        if (d < '0' || d > '9') break;
+        v = v * 10 + (d - '0');
+      }
+      if (j == t.size()) {
+        out = static_cast<double>(c == '-' ? -v : v);
+        return true;
+      }
+    }
+    return ParseDecimal(t, out);
+  }
+  if (c == '.' || ((c == '-' || c == '+') && t.size() > 1 && t[1] == '.')) {
+    return ParseDecimal(t, out);
+  }
+  // OpenMetrics: number = realnumber / [SIGN] ("inf" / "infinity") / "nan",
+  // case-insensitive. Go's ParseFloat (0.0.4) accepts the same spellings.
+  std::string_view body = t;
+  bool negative = false;
+  bool has_sign = false;
+  if (c == '+' || c == '-') {
+    negative = c == '-';
+    has_sign = true;
+    body.remove_prefix(1);
+  }
+  if (EqualsIgnoreCase(body, "inf") || EqualsIgnoreCase(body, "infinity")) {
+    out = negative ? -HUGE_VAL : HUGE_VAL;
+    return true;
+  }
+  if (EqualsIgnoreCase(body, "nan") && (!has_sign || format == Format::kPrometheusText)) {
+    out = std::nan("");
+    return true;
+  }
+  return false;
+}
+
+bool ParseTimestamp(std::string_view t, Format format, std::int64_t& out_ms, bool& clamped) {
+  clamped = false;
+  if (t.empty()) return false;
+  if (format == Format::kPrometheusText) {
+    // "timestamp is an int64 (milliseconds since epoch)", read like Go's ParseInt.
+    std::string_view digits = t;
+    if (digits[0] == '+') digits.remove_prefix(1);
+    if (digits.empty() || digits[0] == '+') return false;
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec != std::errc() || ptr != digits.data() + digits.size()) return false;
+    out_ms = v;
+    return true;
+  }
+  // OpenMetrics: timestamp = realnumber (seconds); NaN and Inf are not allowed.
+  // Exact path for the common "-?\d+(\.\d*)?" form: milliseconds without
+  // binary rounding (1775016266.006 -> 1775016266006).
+  std::size_t i = 0;
+  const bool negative = t[0] == '-';
+  if (t[0] == '-' || t[0] == '+') i = 1;
+  std::size_t int_begin = i;
+  std::int64_t secs = 0;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9' && i - int_begin < 15) {
+    secs = secs * 10 + (t[i] - '0');
+    ++i;
+  }
+  bool exact = i > int_begin || (i < t.size() && t[i] == '.');
+  std::int64_t frac_ms = 0;
+  if (exact && i < t.size() && t[i] == '.') {
+    ++i;
+    std::size_t frac_begin = i;
+    std::int64_t scale = 100;
+    bool round_up = false;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+      if (scale > 0) {
+        frac_ms += (t[i] - '0') * scale;
+        scale /= 10;
+      } else if (i == frac_begin + 3) {
+        round_up = t[i] >= '5';
+      }
+      ++i;
+    }
+    if (i == frac_begin && i == int_begin + 1) exact = false;  // "." alone
+    if (round_up) ++frac_ms;
+  }
+  if (exact && i == t.size() && (i > int_begin)) {
+    std::int64_t ms = secs * 1000 + frac_ms;
+    out_ms = negative ? -ms : ms;
+    return true;
+  }
+  double secs_f = 0;
+  if (!ParseDecimal(t, secs_f)) return false;
+  const double ms = std::nearbyint(secs_f * 1000.0);
+  constexpr double kMax = 9.2e18;
+  if (!(ms > -kMax && ms < kMax)) {
+    clamped = true;
+    out_ms = ms < 0 ? -static_cast<std::int64_t>(kMax) : static_cast<std::int64_t>(kMax);
+    return true;
+  }
+  out_ms = static_cast<std::int64_t>(ms);
+  return true;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* e = p + s.size();
+  while (p < e) {
+    // Skip ASCII eight bytes at a time.
+    while (e - p >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, 8);
+      if (w & 0x8080808080808080ULL) break;
+      p += 8;
+    }
+    if (p >= e) break;
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int n;
+    std::uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1Fu;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0Fu;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (e - p <= n) return false;
+    for (int k = 1; k <= n; ++k) {
+      if ((p[k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[k] & 0x3Fu);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    p += n + 1;
+  }
+  return true;
+}
+
+Parser::Parser(std::string_view text, Format format, std::uint64_t first_line)
+    : format_(format) {
+  sample_.labels.reserve(16);
+  Reset(text, first_line);
+}
+
+void Parser::Reset(std::string_view text, std::uint64_t first_line) {
+  pos_ = text.data();
+  end_ = text.data() + text.size();
+  next_line_no_ = first_line;
+}
+
+Entry Parser::Fail(const char* at, std::string message) {
+  error_.line = line_no_;
+  error_.column = static_cast<std::uint32_t>(at - line_begin_) + 1;
+  error_.message = std::move(message);
+  return Entry::kError;
+}
+
+Entry Parser::Next() {
+  while (pos_ < end_) {
+    line_begin_ = pos_;
+    line_no_ = next_line_no_++;
+    const void* nl = std::memchr(pos_, '\n', static_cast<std::size_t>(end_ - pos_));
+    const char* line_end = nl != nullptr ? static_cast<const char*>(nl) : end_;
+    pos_ = nl != nullptr ? line_end + 1 : end_;
+    line_len_ = static_cast<std::size_t>(line_end - line_begin_);
+    if (eof_seen_) {
+      // OpenMetrics: exposition = metricset HASH SP eof [ LF ]; nothing may follow.
+      return Fail(line_begin_, "unexpected text after '# EOF'");
+    }
+    Entry entry = ParseLine(line_begin_, line_end);
+    if (entry == Entry::kComment && format_ == Format::kPrometheusText) continue;
+    if (entry == Entry::kEnd) continue;  // blank 0.0.4 line
+    return entry;
+  }
+  return Entry::kEnd;
+}
+
+Entry Parser::ParseLine(const char* p, const char* e) {
+  if (p == e) {
+    if (format_ == Format::kOpenMetrics) return Fail(p, "blank line (not allowed in OpenMetrics)");
+    return Entry::kEnd;
+  }
+  const char c = *p;
+  if (c == '#') return ParseComment(p, e);
+  if (IsBlank(c)) {
+    if (format_ == Format::kOpenMetrics) {
+      return Fail(p, "leading whitespace (not allowed in OpenMetrics)");
+    }
+    const char* q = SkipBlanks(p, e);
+    if (q == e) return Entry::kEnd;        // whitespace-only line: blank
+    if (*q == '#') return ParseComment(q, e);  // the spec allows indented comments
+    // Prometheus itself reads "   m 1" as an invalid metric name; so do we.
+    return Fail(p, "leading whitespace before metric name");
+  }
+  if (e[-1] == '\r') return Fail(e - 1, "carriage return before line break (CRLF line endings are not allowed)");
+  return ParseSample(p, e);
+}
+
+Entry Parser::ParseSample(const char* p, const char* e) {
+  const bool om = format_ == Format::kOpenMetrics;
+  const char* name_end = ScanMetricName(p, e);
+  if (name_end == p) return Fail(p, "expected metric name");
+  sample_.name = std::string_view(p, static_cast<std::size_t>(name_end - p));
+  sample_.labels.clear();
+  sample_.timestamp_ms = kNoTimestamp;
+  sample_.timestamp_clamped = false;
+  sample_.has_exemplar = false;
+  p = name_end;
+  if (p < e && *p == '{') {
+    p = ParseLabels(p, e, sample_.labels, label_scratch_);
+    if (p == nullptr) return Entry::kError;
+  }
+  // Separator before the value: one SP in OpenMetrics, any run of blanks in 0.0.4.
+  if (p >= e) return Fail(p, "missing value");
+  if (om ? *p != ' ' : !IsBlank(*p)) {
+    return Fail(p, std::string("expected ' ' before the value, found '") + *p + "'");
+  }
+  ++p;
+  if (!om) p = SkipBlanks(p, e);
+  const char* v = p;
+  if (om) {
+    while (p < e && *p != ' ') ++p;
+  } else {
+    while (p < e && !IsBlank(*p)) ++p;
+  }
+  if (p == v) return Fail(v, "missing value");
+  if (!ParseValue(std::string_view(v, static_cast<std::size_t>(p - v)), format_, sample_.value)) {
+    return Fail(v, "invalid value '" + std::string(v, p) + "'");
+  }
+  if (om) {
+    if (p == e) return Entry::kSample;
+    ++p;  // the ' '
+    if (p < e && *p == '#') {
+      p = ParseExemplar(p, e);
+      return p == nullptr ? Entry::kError : Entry::kSample;
+    }
+    const char* ts = p;
+    while (p < e && *p != ' ') ++p;
+    if (p == ts) return Fail(ts, "expected timestamp after ' ' (trailing whitespace is not allowed)");
+    if (!ParseTimestamp(std::string_view(ts, static_cast<std::size_t>(p - ts)), format_,
+                        sample_.timestamp_ms, sample_.timestamp_clamped)) {
+      return Fail(ts, "invalid timestamp '" + std::string(ts, p) +
+                          "' (OpenMetrics wants seconds as a decimal number)");
+    }
+    if (p == e) return Entry::kSample;
+    ++p;
+    if (p < e && *p == '#') {
+      p = ParseExemplar(p, e);
+      return p == nullptr ? Entry::kError : Entry::kSample;
+    }
+    return Fail(p, "expected end of line or an exemplar after the timestamp");
+  }
+  p = SkipBlanks(p, e);
+  if (p == e) return Entry::kSample;
+  const char* ts = p;
+  while (p < e && !IsBlank(*p)) ++p;
+  if (!ParseTimestamp(std::string_view(ts, static_cast<std::size_t>(p - ts)), format_,
+                      sample_.timestamp_ms, sample_.timestamp_clamped)) {
+    return Fail(ts, "invalid timestamp '" + std::string(ts, p) +
+                        "' (Prometheus text wants integer milliseconds)");
+  }
+  p = SkipBlanks(p, e);
+  if (p != e) return Fail(p, "unexpected text after the timestamp");
+  return Entry::kSample;
+}
+
+const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelView>& labels,
+                                std::deque<std::string>& scratch) {
+  const bool om = format_ == Format::kOpenMetrics;
+  ++p;  // '{'
+  if (!om) p = SkipBlanks(p, e);
+  if (p < e && *p == '}') return p + 1;
+  for (;;) {
+    const char* n = p;
+    const char* n_end = ScanLabelName(p, e);
+    if (n_end == n) {
+      if (p < e && *p == '}') {
+        Fail(p, "trailing ',' before '}' (not allowed in OpenMetrics)");
+      } else if (p >= e) {
+        Fail(p, "unterminated label set: expected '}'");
+      } else {
+        Fail(p, "expected label name");
+      }
+      return nullptr;
+    }
+    std::string_view name(n, static_cast<std::size_t>(n_end - n));
+    p = n_end;
+    if (!om) p = SkipBlanks(p, e);
+    if (p >= e || *p != '=') {
+      Fail(p, "expected '=' after label name '" + std::string(name) + "'");
+      return nullptr;
+    }
+    ++p;
+    if (!om) p = SkipBlanks(p, e);
+    if (p >= e || *p != '"') {
+      Fail(p, "expected '\"' to open the value of label '" + std::string(name) + "'");
+      return nullptr;
+    }
+    for (const LabelView& l : labels) {
+      if (l.name == name) {
+        Fail(n, "duplicate label name '" + std::string(name) + "'");
+        return nullptr;
+      }
+    }
+    std::string_view value;
+    if (scratch.size() <= labels.size()) scratch.resize(labels.size() + 1);
+    p = ParseLabelValue(p + 1, e, value, scratch[labels.size()]);
+    if (p == nullptr) return nullptr;
+    labels.push_back(LabelView{name, value});
+    if (!om) p = SkipBlanks(p, e);
+    if (p < e && *p == ',') {
+      ++p;
+      if (!om) {
+        p = SkipBlanks(p, e);
+        if (p < e && *p == '}') return p + 1;  // 0.0.4 allows a trailing comma
+      }
+      continue;
+    }
+    if (p < e && *p == '}') return p + 1;
+    if (p >= e) {
+      Fail(p, "unterminated label set: expected '}'");
+    } else {
+      Fail(p, std::string("expected ',' or '}' after label value, found '") + *p + "'");
+    }
+    return nullptr;
+  }
+}
+
+const char* Parser::ParseLabelValue(const char* p, const char* e, std::string_view& value,
+                                    std::string& scratch) {
+  const char* start = p;
+  const void* q = std::memchr(p, '"', static_cast<std::size_t>(e - p));
+  if (q == nullptr) {
+    Fail(start - 1, "unterminated label value: missing closing '\"'");
+    return nullptr;
+  }
+  const char* quote = static_cast<const char*>(q);
+  const bool escaped =
+      std::memchr(p, '\\', static_cast<std::size_t>(quote - p)) != nullptr;
+  if (!escaped) {
+    value = std::string_view(start, static_cast<std::size_t>(quote - start));
+  } else {
+    // Slow path: find the closing quote that is not escaped, then decode.
+    const char* r = start;
+    while (r < e && *r != '"') r += (*r == '\\' && r + 1 < e) ? 2 : 1;
+    if (r >= e) {
+      Fail(start - 1, "unterminated label value: missing closing '\"'");
+      return nullptr;
+    }
+    quote = r;
+    value = Unescape(std::string_view(start, static_cast<std::size_t>(quote - start)),
+                     scratch, true);
+  }
+  if (!IsValidUtf8(value)) {
+    Fail(start, "label value is not valid UTF-8");
+    return nullptr;
+  }
+  return quote + 1;
+}
+
+// Label values (both formats) and OpenMetrics HELP: \\ \" \n are escapes;
+// Prometheus 0.0.4 HELP has only \\ and \n. A backslash before any other
+// character is kept as is (Prometheus and the OpenMetrics ABNF agree).
+std::string_view Parser::Unescape(std::string_view raw, std::string& out, bool quote_escape) {
+  out.clear();
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '\\' && i + 1 < raw.size()) {
+      const char n = raw[i + 1];
+      if (n == '\\' || n == 'n' || (n == '"' && quote_escape)) {
+        out += n == 'n' ? '\n' : n;
+        ++i;
+        continue;
+      }
+    }
+    out += c;
+  }
+  return out;
+}
+
+const char* Parser::ParseExemplar(const char* p, const char* e) {
+  // exemplar = SP HASH SP labels SP number [SP timestamp]
+  ExemplarView& ex = sample_.exemplar;
+  ex.labels.clear();
+  ex.timestamp_ms = kNoTimestamp;
+  ++p;  // '#'
+  if (p >= e || *p != ' ') {
+    Fail(p, "expected ' ' after '#' of an exemplar");
+    return nullptr;
+  }
+  ++p;
+  if (p >= e || *p != '{') {
+    Fail(p, "expected '{' to open the exemplar label set");
+    return nullptr;
+  }
+  p = ParseLabels(p, e, ex.labels, exemplar_scratch_);
+  if (p == nullptr) return nullptr;
+  if (p >= e || *p != ' ') {
+    Fail(p, "expected ' ' and a value after the exemplar labels");
+    return nullptr;
+  }
+  ++p;
+  const char* v = p;
+  while (p < e && *p != ' ') ++p;
+  if (p == v || !ParseValue(std::string_view(v, static_cast<std::size_t>(p - v)), format_,
+                            ex.value)) {
+    Fail(v, "invalid exemplar value '" + std::string(v, p) + "'");
+    return nullptr;
+  }
+  if (p < e) {
+    ++p;
+    const char* ts = p;
+    while (p < e && *p != ' ') ++p;
+    bool clamped = false;
+    if (p == ts || p != e ||
+        !ParseTimestamp(std::string_view(ts, static_cast<std::size_t>(p - ts)), format_,
+                        ex.timestamp_ms, clamped)) {
+      Fail(ts, "invalid exemplar timestamp '" + std::string(ts, e) + "'");
+      return nullptr;
+    }
+  }
+  sample_.has_exemplar = true;
+  return p;
+}
+
+Entry Parser::ParseComment(const char* p, const char* e) {
+  return format_ == Format::kOpenMetrics ? ParseOpenMetricsComment(p, e)
+                                         : ParsePrometheusComment(p, e);
+}
+
+namespace {
+
+bool ParseTypeName(std::string_view t, Format format, MetricType& out) {
+  if (t == "counter") out = MetricType::kCounter;
+  else if (t == "gauge") out = MetricType::kGauge;
+  else if (t == "histogram") out = MetricType::kHistogram;
+  else if (t == "summary") out = MetricType::kSummary;
+  else if (format == Format::kPrometheusText) {
+    if (t != "untyped") return false;
+    out = MetricType::kUnknown;
+  } else if (t == "gaugehistogram") out = MetricType::kGaugeHistogram;
+  else if (t == "info") out = MetricType::kInfo;
+  else if (t == "stateset") out = MetricType::kStateSet;
+  else if (t == "unknown") out = MetricType::kUnknown;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+Entry Parser::ParseOpenMetricsComment(const char* p, const char* e) {
+  // metric-descriptor = "# TYPE " name SP type LF / "# HELP " name SP escaped-string LF
+  //                   / "# UNIT " name SP *metricname-char LF;  and "# EOF".
+  const std::string_view line(p, static_cast<std::size_t>(e - p));
+  if (line == "# EOF") {
+    eof_seen_ = true;
+    if (pos_ < end_) return Fail(p + 5, "unexpected text after '# EOF'");
+    return Entry::kEof;
+  }
+  MetadataKind kind;
+  if (line.starts_with("# HELP ")) kind = MetadataKind::kHelp;
+  else if (line.starts_with("# TYPE ")) kind = MetadataKind::kType;
+  else if (line.starts_with("# UNIT ")) kind = MetadataKind::kUnit;
+  else return Fail(p, "invalid comment: OpenMetrics allows only '# HELP', '# TYPE', '# UNIT' and '# EOF'");
+  p += 7;
+  const char* n_end = ScanMetricName(p, e);
+  if (n_end == p) return Fail(p, "expected metric family name");
+  metadata_.kind = kind;
+  metadata_.name = std::string_view(p, static_cast<std::size_t>(n_end - p));
+  p = n_end;
+  if (p >= e || *p != ' ') return Fail(p, "expected ' ' after the metric family name");
+  ++p;
+  const std::string_view rest(p, static_cast<std::size_t>(e - p));
+  switch (kind) {
+    case MetadataKind::kHelp:
+      metadata_.text = std::memchr(rest.data(), '\\', rest.size()) != nullptr
+                           ? Unescape(rest, help_scratch_, true)
+                           : rest;
+      if (!IsValidUtf8(metadata_.text)) return Fail(p, "HELP text is not valid UTF-8");
+      return Entry::kMetadata;
+    case MetadataKind::kType:
+      if (!ParseTypeName(rest, format_, metadata_.type)) {
+        return Fail(p, "invalid metric type '" + std::string(rest) +
+                           "' (expected counter, gauge, histogram, gaugehistogram, stateset, "
+                           "info, summary or unknown)");
+      }
+      return Entry::kMetadata;
+    case MetadataKind::kUnit:
+      for (const char* q = p; q < e; ++q) {
+        if (!Is(*q, kNameChar)) return Fail(q, "invalid character in unit");
+      }
+      metadata_.text = rest;
+      return Entry::kMetadata;
+  }
+  return Fail(p, "internal: unreachable metadata kind");
+}
+
+Entry Parser::ParsePrometheusComment(const char* p, const char* e) {
+  // "Lines with a # as the first non-whitespace character are comments. They are
+  // ignored unless the first token after # is either HELP or TYPE."
+  const char* q = SkipBlanks(p + 1, e);
+  const char* t = q;
+  while (q < e && !IsBlank(*q)) ++q;
+  const std::string_view token(t, static_cast<std::size_t>(q - t));
+  MetadataKind kind;
+  if (token == "HELP") kind = MetadataKind::kHelp;
+  else if (token == "TYPE") kind = MetadataKind::kType;
+  else return Entry::kComment;
+  q = SkipBlanks(q, e);
+  const char* n_end = ScanMetricName(q, e);
+  if (n_end == q) return Fail(q, "expected metric name after # " + std::string(token));
+  if (n_end < e && !IsBlank(*n_end)) return Fail(n_end, "invalid character in metric name");
+  metadata_.kind = kind;
+  metadata_.name = std::string_view(q, static_cast<std::size_t>(n_end - q));
+  q = SkipBlanks(n_end, e);
+  const std::string_view rest(q, static_cast<std::size_t>(e - q));
+  if (kind == MetadataKind::kHelp) {
+    // 0.0.4 HELP: only \\ and \n are escapes. An empty docstring is accepted
+    // (dcgm-exporter builds print "# HELP NAME" with nothing after it).
+    metadata_.text = std::memchr(rest.data(), '\\', rest.size()) != nullptr
+                         ? Unescape(rest, help_scratch_, false)
+                         : rest;
+    if (!IsValidUtf8(metadata_.text)) return Fail(q, "HELP text is not valid UTF-8");
+    return Entry::kMetadata;
+  }
+  const char* type_end = q;
+  while (type_end < e && !IsBlank(*type_end)) ++type_end;
+  const std::string_view type_name(q, static_cast<std::size_t>(type_end - q));
+  if (type_name.empty()) return Fail(q, "missing metric type after # TYPE " + std::string(metadata_.name));
+  if (!ParseTypeName(type_name, format_, metadata_.type)) {
+    return Fail(q, "invalid metric type '" + std::string(type_name) +
+                       "' (expected counter, gauge, histogram, summary or untyped)");
+  }
+  if (SkipBlanks(type_end, e) != e) return Fail(type_end, "unexpected text after metric type");
+  return Entry::kMetadata;
+}
+
+}  // namespace gpucanary::expfmt
