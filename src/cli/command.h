@@ -25,5 +25,6 @@ struct CommandContext {
 
 void RegisterCheckCommand(CLI::App& app, CommandContext& ctx);
 void RegisterSummarizeCommand(CLI::App& app, CommandContext& ctx);
+void RegisterExplainCommands(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

@@ -1,5 +1,7 @@
 #include "expfmt/parser.h"
 
+#include "expfmt/scan.h"
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -41,16 +43,12 @@ inline const char* SkipBlanks(const char* p, const char* e) {
 // Scans [start, e) for a metric name; returns the end of the name (== start when none).
 inline const char* ScanMetricName(const char* p, const char* e) {
   if (p >= e || !Is(*p, kNameStart)) return p;
-  ++p;
-  while (p < e && Is(*p, kNameChar)) ++p;
-  return p;
+  return scan::SkipNameChars(p + 1, e, true);
 }
 
 inline const char* ScanLabelName(const char* p, const char* e) {
   if (p >= e || !Is(*p, kLabelStart)) return p;
-  ++p;
-  while (p < e && Is(*p, kLabelChar)) ++p;
-  return p;
+  return scan::SkipNameChars(p + 1, e, false);
 }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
@@ -269,9 +267,8 @@ Entry Parser::Next() {
   while (pos_ < end_) {
     line_begin_ = pos_;
     line_no_ = next_line_no_++;
-    const void* nl = std::memchr(pos_, '\n', static_cast<std::size_t>(end_ - pos_));
-    const char* line_end = nl != nullptr ? static_cast<const char*>(nl) : end_;
-    pos_ = nl != nullptr ? line_end + 1 : end_;
+    const char* line_end = scan::FindNewline(pos_, end_);
+    pos_ = line_end < end_ ? line_end + 1 : end_;
     line_len_ = static_cast<std::size_t>(line_end - line_begin_);
     if (eof_seen_) {
       // OpenMetrics: exposition = metricset HASH SP eof [ LF ]; nothing may follow.
@@ -439,33 +436,25 @@ const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelV
 const char* Parser::ParseLabelValue(const char* p, const char* e, std::string_view& value,
                                     std::string& scratch) {
   const char* start = p;
-  const void* q = std::memchr(p, '"', static_cast<std::size_t>(e - p));
-  if (q == nullptr) {
+  const char* stop = scan::FindQuoteOrSpecial(p, e);
+  if (stop < e && *stop == '"') {  // plain ASCII without escapes: the common case
+    value = std::string_view(start, static_cast<std::size_t>(stop - start));
+    return stop + 1;
+  }
+  // Slow path: find the closing quote that is not escaped, then decode.
+  const char* r = stop;
+  while (r < e && *r != '"') r += (*r == '\\' && r + 1 < e) ? 2 : 1;
+  if (r >= e) {
     Fail(start - 1, "unterminated label value: missing closing '\"'");
     return nullptr;
   }
-  const char* quote = static_cast<const char*>(q);
-  const bool escaped =
-      std::memchr(p, '\\', static_cast<std::size_t>(quote - p)) != nullptr;
-  if (!escaped) {
-    value = std::string_view(start, static_cast<std::size_t>(quote - start));
-  } else {
-    // Slow path: find the closing quote that is not escaped, then decode.
-    const char* r = start;
-    while (r < e && *r != '"') r += (*r == '\\' && r + 1 < e) ? 2 : 1;
-    if (r >= e) {
-      Fail(start - 1, "unterminated label value: missing closing '\"'");
-      return nullptr;
-    }
-    quote = r;
-    value = Unescape(std::string_view(start, static_cast<std::size_t>(quote - start)),
-                     scratch, true);
-  }
+  const std::string_view raw(start, static_cast<std::size_t>(r - start));
+  value = std::memchr(raw.data(), '\\', raw.size()) != nullptr ? Unescape(raw, scratch, true) : raw;
   if (!IsValidUtf8(value)) {
     Fail(start, "label value is not valid UTF-8");
     return nullptr;
   }
-  return quote + 1;
+  return r + 1;
 }
 
 // Label values (both formats) and OpenMetrics HELP: \\ \" \n are escapes;
@@ -583,10 +572,11 @@ Entry Parser::ParseOpenMetricsComment(const char* p, const char* e) {
   const std::string_view rest(p, static_cast<std::size_t>(e - p));
   switch (kind) {
     case MetadataKind::kHelp:
-      metadata_.text = std::memchr(rest.data(), '\\', rest.size()) != nullptr
-                           ? Unescape(rest, help_scratch_, true)
-                           : rest;
-      if (!IsValidUtf8(metadata_.text)) return Fail(p, "HELP text is not valid UTF-8");
+      metadata_.text = rest;
+      if (scan::FindBackslashOrHigh(p, e) != e) {
+        metadata_.text = Unescape(rest, help_scratch_, true);
+        if (!IsValidUtf8(metadata_.text)) return Fail(p, "HELP text is not valid UTF-8");
+      }
       return Entry::kMetadata;
     case MetadataKind::kType:
       if (!ParseTypeName(rest, format_, metadata_.type)) {
@@ -627,10 +617,11 @@ Entry Parser::ParsePrometheusComment(const char* p, const char* e) {
   if (kind == MetadataKind::kHelp) {
     // 0.0.4 HELP: only \\ and \n are escapes. An empty docstring is accepted
     // (dcgm-exporter builds print "# HELP NAME" with nothing after it).
-    metadata_.text = std::memchr(rest.data(), '\\', rest.size()) != nullptr
-                         ? Unescape(rest, help_scratch_, false)
-                         : rest;
-    if (!IsValidUtf8(metadata_.text)) return Fail(q, "HELP text is not valid UTF-8");
+    metadata_.text = rest;
+    if (scan::FindBackslashOrHigh(q, e) != e) {
+      metadata_.text = Unescape(rest, help_scratch_, false);
+      if (!IsValidUtf8(metadata_.text)) return Fail(q, "HELP text is not valid UTF-8");
+    }
     return Entry::kMetadata;
   }
   const char* type_end = q;

@@ -4,6 +4,7 @@
 #include <span>
 #include <string_view>
 
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "expfmt/parser.h"
@@ -92,12 +93,28 @@ std::size_t CodePoints(std::string_view s) {
 
 }  // namespace
 
+// One label's hash is XXH3 of the bytes `name="value` (unescaped value). When the
+// parser's views are adjacent in the input (the common case) those bytes are
+// hashed in place; otherwise they are assembled first, giving the same hash.
+std::uint64_t HashLabel(const LabelView& l) {
+  const char* begin = l.name.data();
+  if (l.value.data() == begin + l.name.size() + 2 && begin[l.name.size()] == '=' &&
+      begin[l.name.size() + 1] == '"') {
+    return XXH3_64bits(begin, l.name.size() + 2 + l.value.size());
+  }
+  thread_local std::string joined;
+  joined.assign(l.name);
+  joined += "=\"";
+  joined += l.value;
+  return XXH3_64bits(joined.data(), joined.size());
+}
+
 std::uint64_t HashLabels(const std::vector<LabelView>& labels, std::string_view skip) {
+  // Sum: independent of label order, as Prometheus sorts labels.
   std::uint64_t sum = 0x9E3779B97F4A7C15ULL;
   for (const LabelView& l : labels) {
     if (l.value.empty() || l.name == skip) continue;
-    const std::uint64_t name_hash = XXH3_64bits(l.name.data(), l.name.size());
-    sum += XXH3_64bits_withSeed(l.value.data(), l.value.size(), name_hash);
+    sum += HashLabel(l);
   }
   return sum;
 }
@@ -181,7 +198,7 @@ bool Validator::OnMetadata(const MetadataView& m, std::uint64_t line, Violation&
   if (current_ >= 0 && families_[static_cast<std::size_t>(current_)].name == m.name) {
     index = current_;
   } else {
-    auto it = family_by_name_.find(std::string(m.name));
+    auto it = family_by_name_.find(m.name);
     if (it != family_by_name_.end()) {
       if (format_ == Format::kPrometheusText) {
         index = it->second;  // Prometheus accepts metadata anywhere
@@ -264,7 +281,7 @@ int Validator::ResolveFamily(const SampleView& s, std::string_view& suffix, Viol
     Family& f = families_[static_cast<std::size_t>(current_)];
     if (MatchSuffix(f.name, f.type, format_, s.name, suffix)) return current_;
   }
-  auto it = family_by_sample_name_.find(std::string(s.name));
+  auto it = family_by_sample_name_.find(s.name);
   if (it != family_by_sample_name_.end() &&
       MatchSuffix(families_[static_cast<std::size_t>(it->second)].name,
                   families_[static_cast<std::size_t>(it->second)].type, format_, s.name,
@@ -278,7 +295,7 @@ int Validator::ResolveFamily(const SampleView& s, std::string_view& suffix, Viol
     SwitchTo(it->second);
     return it->second;
   }
-  auto named = family_by_name_.find(std::string(s.name));
+  auto named = family_by_name_.find(s.name);
   if (named != family_by_name_.end() && format_ == Format::kOpenMetrics) {
     const Family& f = families_[static_cast<std::size_t>(named->second)];
     v.message = "sample name '" + std::string(s.name) + "' does not fit " +
@@ -300,6 +317,11 @@ bool Validator::OnSample(const SampleView& s, std::uint64_t line, Violation& v) 
   Family& f = families_[static_cast<std::size_t>(index)];
   f.has_samples = true;
   f.all_timestamped = f.all_timestamped && s.has_timestamp();
+  if (format_ == Format::kOpenMetrics) {
+    if (!CheckSampleValue(f, suffix, s, v)) return false;
+    if (!CheckGroup(f, suffix, s, line, v)) return false;
+  }
+  if (!TrackSeries(s, v)) return false;
   ++stats_.samples;
   if (s.has_timestamp()) {
     if (stats_.timestamped_samples == 0 || s.timestamp_ms < stats_.min_timestamp_ms) {
@@ -310,11 +332,7 @@ bool Validator::OnSample(const SampleView& s, std::uint64_t line, Violation& v) 
     }
     ++stats_.timestamped_samples;
   }
-  if (format_ == Format::kOpenMetrics) {
-    if (!CheckSampleValue(f, suffix, s, v)) return false;
-    if (!CheckGroup(f, suffix, s, line, v)) return false;
-  }
-  return TrackSeries(s, v);
+  return true;
 }
 
 bool Validator::TrackSeries(const SampleView& s, Violation& v) {

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -140,8 +141,14 @@ class Validator {
   Format format_;
   std::vector<Family> families_;
   int current_ = -1;
-  std::unordered_map<std::string, int> family_by_name_;
-  std::unordered_map<std::string, int> family_by_sample_name_;
+  // Transparent hashing: lookups by string_view allocate nothing.
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using NameMap = std::unordered_map<std::string, int, StringHash, std::equal_to<>>;
+  NameMap family_by_name_;
+  NameMap family_by_sample_name_;
   FlatHashMap<SeriesState> series_;
   ExpositionStats stats_;
   std::vector<Violation> deferred_;

@@ -1,0 +1,117 @@
+// `gpucanary import nvidia-smi|dcgm-csv INPUT -o OUTPUT.om[.gz]`: converts the
+// GPU logs operators already have into a recorded telemetry file (DESIGN.md §4)
+// in DCGM vocabulary. The conversion lives in src/importers; this file only maps
+// flags to ImportOptions, runs it and prints the report. See docs/importers.md.
+
+#include <filesystem>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <system_error>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "importers/dcgm_csv_importer.h"
+#include "importers/import_report.h"
+#include "importers/nvidia_smi_importer.h"
+#include "recording/recording_writer.h"
+
+namespace gpucanary::cli {
+namespace {
+
+enum class InputKind { kNvidiaSmi, kDcgmCsv };
+
+struct ImportFlags {
+  std::string input;
+  std::string output;
+  std::string hostname;
+  std::string gpu = "0";
+  std::string utc_offset = "+00:00";
+  bool skip_bad_lines = false;
+};
+
+Result<importers::ImportReport> Convert(InputKind kind, const ImportFlags& flags,
+                                        const importers::ImportOptions& options) {
+  auto writer = recording::RecordingWriter::Open(flags.output);
+  if (!writer) return Error(writer.error());
+  auto report = kind == InputKind::kNvidiaSmi
+                    ? importers::ImportNvidiaSmiCsv(flags.input, options, **writer)
+                    : importers::ImportDcgmCsv(flags.input, options, **writer);
+  if (!report) return report;
+  if (Status status = (*writer)->Close(); !status.ok()) return Error(std::move(status));
+  return report;
+}
+
+void RunImport(InputKind kind, const ImportFlags& flags, CommandContext& ctx) {
+  importers::ImportOptions options;
+  options.hostname = flags.hostname;
+  options.gpu = flags.gpu;
+  options.skip_bad_lines = flags.skip_bad_lines;
+  auto offset = importers::ParseUtcOffset(flags.utc_offset);
+  if (!offset) {
+    ctx.err << "gpucanary import: --utc-offset: " << offset.error().message() << "\n";
+    ctx.exit_code = kExitBadInput;
+    return;
+  }
+  options.utc_offset_minutes = *offset;
+
+  auto report = Convert(kind, flags, options);
+  if (!report) {
+    // Parse errors already read "FILE:LINE:COL: message".
+    if (report.error().code() != StatusCode::kParseError) ctx.err << "gpucanary import: ";
+    ctx.err << report.error().message() << "\n";
+    // A half-written recording must not pass for a real one.
+    if (flags.output != "-") {
+      std::error_code ignored;
+      std::filesystem::remove(flags.output, ignored);
+    }
+    ctx.exit_code = kExitBadInput;
+    return;
+  }
+  // With the recording on stdout, the summary goes to stderr.
+  std::ostream& summary = flags.output == "-" ? ctx.err : ctx.out;
+  summary << "imported " << (kind == InputKind::kNvidiaSmi ? "nvidia-smi log " : "DCGM CSV ")
+          << flags.input << " -> " << flags.output << "\n"
+          << importers::FormatImportSummary(*report);
+  ctx.exit_code = kExitOk;
+}
+
+CLI::App* AddImportSubcommand(CLI::App& import, InputKind kind, CommandContext& ctx) {
+  const bool smi = kind == InputKind::kNvidiaSmi;
+  auto flags = std::make_shared<ImportFlags>();
+  CLI::App* sub = import.add_subcommand(
+      smi ? "nvidia-smi" : "dcgm-csv",
+      smi ? "Import an `nvidia-smi --query-gpu=... --format=csv` log"
+          : "Import a DCGM CSV trace (epoch timestamp, gpu, DCGM value columns)");
+  sub->add_option("INPUT", flags->input, "Input CSV, optionally .gz; - reads stdin")->required();
+  sub->add_option("-o,--output", flags->output,
+                  "Recorded telemetry file to write: OUTPUT.om, or OUTPUT.om.gz for gzip; - for "
+                  "stdout")
+      ->required();
+  sub->add_option("--hostname", flags->hostname,
+                  "Hostname label (default: the input file's name without extensions)");
+  if (smi) {
+    sub->add_option("--gpu", flags->gpu, "gpu label when the log has no index column")
+        ->capture_default_str();
+    sub->add_option("--utc-offset", flags->utc_offset,
+                    "UTC offset of the host that wrote the log's local timestamps, +HH:MM")
+        ->capture_default_str();
+  }
+  sub->add_flag("--skip-bad-lines", flags->skip_bad_lines,
+                "Skip malformed rows (counted and reported) instead of stopping at the first");
+  sub->callback([kind, flags, &ctx] { RunImport(kind, *flags, ctx); });
+  return sub;
+}
+
+}  // namespace
+
+void RegisterImportCommand(CLI::App& app, CommandContext& ctx) {
+  CLI::App* import = app.add_subcommand(
+      "import", "Convert existing GPU logs into a recorded telemetry file (OpenMetrics)");
+  import->require_subcommand(1);
+  AddImportSubcommand(*import, InputKind::kNvidiaSmi, ctx);
+  AddImportSubcommand(*import, InputKind::kDcgmCsv, ctx);
+}
+
+}  // namespace gpucanary::cli

@@ -1,0 +1,126 @@
+// Runs the gpucanary binary and checks what a user sees: stdout, stderr, exit code.
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpucanary-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `gpucanary ARGS` through the shell (ARGS is shell syntax).
+  RunResult Run(const std::string& args, const std::string& stdin_text = "") {
+    const fs::path in = dir_ / "stdin";
+    const fs::path out = dir_ / "stdout";
+    const fs::path err = dir_ / "stderr";
+    std::ofstream(in, std::ios::binary) << stdin_text;
+    const std::string cmd = std::string(GPUCANARY_BIN) + " " + args + " <" + in.string() + " >" +
+                            out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = Slurp(out);
+    r.err = Slurp(err);
+    return r;
+  }
+
+  std::string Shared(const std::string& rel) { return std::string(GPUCANARY_SHARED_DIR) + "/" + rel; }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, CheckRealScrapes) {
+  RunResult r = Run("check " + Shared("data/dcgm-samples/l4-default-counters-kops.txt") + " " +
+                    Shared("data/dcgm-samples/h100x8-gpu-operator-k8s-aicr.txt"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("l4-default-counters-kops.txt: ok (prometheus-0.0.4): 23 families, "
+                               "23 series, 23 samples, no timestamps"));
+  EXPECT_THAT(r.out, HasSubstr("h100x8-gpu-operator-k8s-aicr.txt: ok (prometheus-0.0.4): 4 "
+                               "families, 30 series, 30 samples"));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CliTest, CheckRejectsBadInputWithLineAndColumn) {
+  std::ofstream(dir_ / "bad.prom") << "good 1\nbad{gpu=\"0\" 1\n";
+  RunResult r = Run("check " + (dir_ / "bad.prom").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("bad.prom:2:13: expected ',' or '}' after label value, found '1'"));
+  EXPECT_THAT(r.out, HasSubstr("INVALID"));
+}
+
+TEST_F(CliTest, CheckRecordingFromStdinWithTimeRange) {
+  const std::string rec =
+      "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
+      "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-4\"} 1980 1764680000.000\n"
+      "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-4\"} 1050 1764680001.000\n"
+      "# EOF\n";
+  RunResult r = Run("check -", rec);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("<stdin>: ok (openmetrics): 1 families, 1 series, 2 samples, "
+                               "2025-12-02T12:53:20.000Z .. 2025-12-02T12:53:21.000Z (1.000 s)"));
+}
+
+TEST_F(CliTest, CheckJsonOutput) {
+  RunResult r = Run("check --output json -", "a 1\n");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("\"valid\": true"));
+  EXPECT_THAT(r.out, HasSubstr("\"samples\": 1"));
+}
+
+TEST_F(CliTest, CheckMissingFile) {
+  RunResult r = Run("check " + (dir_ / "nope.om").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("nope.om: No such file or directory"));
+}
+
+TEST_F(CliTest, ForcedOpenMetricsNeedsEof) {
+  RunResult r = Run("check --format openmetrics -", "a 1\n");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("must end with '# EOF'"));
+}
+
+TEST_F(CliTest, SummarizeShowsEachGpuAndNoDataAsDash) {
+  RunResult r = Run("summarize " + Shared("data/dcgm-samples/h100x8-gpu-operator-k8s-aicr.txt"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("8 GPU(s), 30 series"));
+  EXPECT_THAT(r.out, HasSubstr("gpu-node-1/7"));
+  // GPU 0 draws 113.6 W and runs the vLLM pod; SM clock is not in this capture.
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("gpu-node-1/0 +NVIDIA H100 80GB HBM3 +- +- +113.6"));
+  EXPECT_THAT(r.out, HasSubstr("dynamo-workload/vllm-agg-0-vllmdecodeworker-s65j5"));
+}
+
+TEST_F(CliTest, UsageErrorsExitThree) {
+  EXPECT_EQ(Run("check").exit_code, 3);
+  EXPECT_EQ(Run("no-such-command").exit_code, 3);
+  EXPECT_EQ(Run("check --format xml -", "a 1\n").exit_code, 3);
+}
+
+}  // namespace
