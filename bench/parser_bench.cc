@@ -24,8 +24,9 @@ namespace gpucanary::expfmt {
 namespace {
 
 std::string Slurp(const std::string& name) {
-  std::ifstream in(std::string(GPUCANARY_SHARED_DIR) + "/data/prometheus-textparse-testdata/" +
-                   name, std::ios::binary);
+  std::ifstream in(
+      std::string(GPUCANARY_SHARED_DIR) + "/data/prometheus-textparse-testdata/" + name,
+      std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

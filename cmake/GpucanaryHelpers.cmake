@@ -14,6 +14,12 @@ if(GPUCANARY_SANITIZE)
   add_link_options(-fsanitize=${_gc_san})
 endif()
 
+# Coverage instrumentation for everything libFuzzer runs (the fuzz targets add
+# -fsanitize=fuzzer themselves, for the libFuzzer main).
+if(GPUCANARY_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 # gc_add_library(NAME SOURCES ... [DEPS ...])
 # A static library gpucanary_<NAME> rooted at src/, so includes read "expfmt/parser.h".
 function(gc_add_library name)

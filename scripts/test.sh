@@ -21,7 +21,11 @@ if ((fuzz_seconds > 0)); then
   cmake --build build/fuzz -j "$jobs" --target exposition_fuzz
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
+  # A crash makes libFuzzer exit non-zero (and this script with it); the input
+  # is left in $scratch/crash-* and printed, to be added to fuzz/corpus.
   build/fuzz/fuzz/exposition_fuzz -max_total_time="$fuzz_seconds" -print_final_stats=1 \
-    "$scratch" fuzz/corpus/exposition 2>&1 | tail -n 12
+    -artifact_prefix="$scratch/" "$scratch" fuzz/corpus/exposition > "$scratch/fuzz.log" 2>&1 ||
+    { tail -n 40 "$scratch/fuzz.log"; exit 1; }
+  tail -n 8 "$scratch/fuzz.log"
   echo "libFuzzer: ${fuzz_seconds}s without a crash"
 fi

@@ -1,14 +1,13 @@
 // Runs the gpucanary binary and checks what a user sees: stdout, stderr, exit code.
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace {
 
@@ -52,7 +51,9 @@ class CliTest : public ::testing::Test {
     return r;
   }
 
-  std::string Shared(const std::string& rel) { return std::string(GPUCANARY_SHARED_DIR) + "/" + rel; }
+  std::string Shared(const std::string& rel) {
+    return std::string(GPUCANARY_SHARED_DIR) + "/" + rel;
+  }
 
   fs::path dir_;
 };

@@ -2,13 +2,12 @@
 // One summary line per file on stdout; FILE:LINE:COLUMN messages on stderr;
 // exit 0 when every file is valid, 3 otherwise.
 
+#include <CLI/CLI.hpp>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "expfmt/reader.h"
@@ -37,17 +36,16 @@ std::string IsoTime(std::int64_t ms) {
 std::string Summary(const expfmt::ReadReport& r) {
   const auto& s = r.stats;
   std::string out = r.name + ": " + (r.ok() ? "ok" : "INVALID") + " (" +
-                    std::string(expfmt::FormatName(r.format)) + "): " +
-                    std::to_string(s.families) + " families, " + std::to_string(s.series) +
-                    " series, " + std::to_string(s.samples) + " samples, ";
+                    std::string(expfmt::FormatName(r.format)) + "): " + std::to_string(s.families) +
+                    " families, " + std::to_string(s.series) + " series, " +
+                    std::to_string(s.samples) + " samples, ";
   if (s.timestamped_samples == 0) {
     out += "no timestamps";
   } else {
     char span[32];
     std::snprintf(span, sizeof span, "%.3f",
                   static_cast<double>(s.max_timestamp_ms - s.min_timestamp_ms) / 1000.0);
-    out += IsoTime(s.min_timestamp_ms) + " .. " + IsoTime(s.max_timestamp_ms) + " (" + span +
-           " s)";
+    out += IsoTime(s.min_timestamp_ms) + " .. " + IsoTime(s.max_timestamp_ms) + " (" + span + " s)";
   }
   if (s.duplicate_samples > 0) {
     out += ", " + std::to_string(s.duplicate_samples) + " duplicate samples (first kept)";
@@ -58,17 +56,11 @@ std::string Summary(const expfmt::ReadReport& r) {
 
 nlohmann::json ToJson(const expfmt::ReadReport& r) {
   const auto& s = r.stats;
-  nlohmann::json j = {{"file", r.name},
-                      {"valid", r.ok()},
-                      {"format", expfmt::FormatName(r.format)},
-                      {"families", s.families},
-                      {"series", s.series},
-                      {"samples", s.samples},
-                      {"lines", r.lines},
-                      {"bytes", r.bytes},
-                      {"duplicate_samples", s.duplicate_samples},
-                      {"bad_lines", r.bad_lines},
-                      {"errors", r.messages}};
+  nlohmann::json j = {
+      {"file", r.name},           {"valid", r.ok()},     {"format", expfmt::FormatName(r.format)},
+      {"families", s.families},   {"series", s.series},  {"samples", s.samples},
+      {"lines", r.lines},         {"bytes", r.bytes},    {"duplicate_samples", s.duplicate_samples},
+      {"bad_lines", r.bad_lines}, {"errors", r.messages}};
   if (s.timestamped_samples > 0) {
     j["start"] = static_cast<double>(s.min_timestamp_ms) / 1000.0;
     j["end"] = static_cast<double>(s.max_timestamp_ms) / 1000.0;
@@ -118,7 +110,8 @@ void RegisterCheckCommand(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand(
       "check", "Validate scrapes and recorded telemetry files (like promtool check metrics)");
-  cmd->add_option("files", args->files, "Files to check ('-' reads standard input; .gz is gunzipped)")
+  cmd->add_option("files", args->files,
+                  "Files to check ('-' reads standard input; .gz is gunzipped)")
       ->required();
   cmd->add_option("--format", args->format,
                   "auto (OpenMetrics when the input ends with '# EOF' or is named *.om[.gz]), "

@@ -1,9 +1,8 @@
 // gpucanary: catches silent GPU inference regressions at release time.
 // This file only wires subcommands together; each lives in src/cli/*_command.cc.
 
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cli/command.h"
 

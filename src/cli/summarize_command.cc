@@ -1,12 +1,11 @@
 // gpucanary summarize FILE: what a dcgm-exporter scrape or recording says about
 // each GPU, in a table a person reads in ten seconds.
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "expfmt/reader.h"
@@ -28,14 +27,10 @@ struct Column {
   int decimals;
 };
 constexpr Column kColumns[] = {
-    {"SM MHz", "DCGM_FI_DEV_SM_CLOCK", 0},
-    {"MEM MHz", "DCGM_FI_DEV_MEM_CLOCK", 0},
-    {"POWER W", "DCGM_FI_DEV_POWER_USAGE", 1},
-    {"TEMP C", "DCGM_FI_DEV_GPU_TEMP", 0},
-    {"UTIL %", "DCGM_FI_DEV_GPU_UTIL", 0},
-    {"SM ACT", "DCGM_FI_PROF_SM_ACTIVE", 2},
-    {"DRAM ACT", "DCGM_FI_PROF_DRAM_ACTIVE", 2},
-    {"FB USED MiB", "DCGM_FI_DEV_FB_USED", 0},
+    {"SM MHz", "DCGM_FI_DEV_SM_CLOCK", 0},       {"MEM MHz", "DCGM_FI_DEV_MEM_CLOCK", 0},
+    {"POWER W", "DCGM_FI_DEV_POWER_USAGE", 1},   {"TEMP C", "DCGM_FI_DEV_GPU_TEMP", 0},
+    {"UTIL %", "DCGM_FI_DEV_GPU_UTIL", 0},       {"SM ACT", "DCGM_FI_PROF_SM_ACTIVE", 2},
+    {"DRAM ACT", "DCGM_FI_PROF_DRAM_ACTIVE", 2}, {"FB USED MiB", "DCGM_FI_DEV_FB_USED", 0},
 };
 
 std::string Cell(const telemetry::GpuState& g, const Column& c) {
@@ -65,8 +60,12 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
     for (const auto& [key, g] : snapshot.gpus()) {
       nlohmann::json metrics = nlohmann::json::object();
       for (const auto& [name, value] : g.latest) metrics[name] = value;
-      gpus.push_back({{"gpu", key.Id()}, {"uuid", g.uuid}, {"model", g.model},
-                      {"pci_bus_id", g.pci_bus_id}, {"pod", g.pod}, {"metrics", metrics}});
+      gpus.push_back({{"gpu", key.Id()},
+                      {"uuid", g.uuid},
+                      {"model", g.model},
+                      {"pci_bus_id", g.pci_bus_id},
+                      {"pod", g.pod},
+                      {"metrics", metrics}});
     }
     ctx.out << nlohmann::json{{"file", report->name},
                               {"format", expfmt::FormatName(report->format)},
@@ -77,8 +76,8 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
                    .dump(2)
             << "\n";
   } else {
-    ctx.out << report->name << ": " << snapshot.gpus().size() << " GPU(s), "
-            << report->stats.series << " series, " << report->stats.samples << " samples ("
+    ctx.out << report->name << ": " << snapshot.gpus().size() << " GPU(s), " << report->stats.series
+            << " series, " << report->stats.samples << " samples ("
             << expfmt::FormatName(report->format) << ")\n";
     char line[256];
     std::snprintf(line, sizeof line, "%-22s %-24s", "GPU", "MODEL");
@@ -107,8 +106,8 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
 
 void RegisterSummarizeCommand(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<SummarizeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "summarize", "Summarise a dcgm-exporter scrape or recording per GPU");
+  CLI::App* cmd =
+      app.add_subcommand("summarize", "Summarise a dcgm-exporter scrape or recording per GPU");
   cmd->add_option("file", args->file, "Scrape or recorded telemetry file ('-' = stdin)")
       ->required();
   cmd->add_option("--output,-o", args->output, "text or json")

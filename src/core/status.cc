@@ -7,14 +7,22 @@ namespace gpucanary {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid_argument";
-    case StatusCode::kParseError: return "parse_error";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kIoError: return "io_error";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kOutOfRange: return "out_of_range";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case StatusCode::kParseError:
+      return "parse_error";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kIoError:
+      return "io_error";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kOutOfRange:
+      return "out_of_range";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

@@ -9,9 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
-
 #include <tl/expected.hpp>
+#include <utility>
 
 namespace gpucanary {
 
@@ -71,14 +70,14 @@ inline tl::unexpected<Status> Error(Status status) {
 }  // namespace gpucanary
 
 // GC_CHECK(cond) << nothing: invariants only, never input validation.
-#define GC_CHECK(cond, msg)                                                 \
-  do {                                                                      \
+#define GC_CHECK(cond, msg)                                                \
+  do {                                                                     \
     if (!(cond)) ::gpucanary::CheckFailed(__FILE__, __LINE__, #cond, msg); \
   } while (0)
 
 // Propagates a non-ok Status from an expression returning Status.
-#define GC_RETURN_IF_ERROR(expr)             \
-  do {                                       \
-    ::gpucanary::Status _gc_st = (expr);     \
-    if (!_gc_st.ok()) return _gc_st;         \
+#define GC_RETURN_IF_ERROR(expr)         \
+  do {                                   \
+    ::gpucanary::Status _gc_st = (expr); \
+    if (!_gc_st.ok()) return _gc_st;     \
   } while (0)

@@ -1,11 +1,11 @@
 #include "expfmt/parser.h"
 
-#include "expfmt/scan.h"
-
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+
+#include "expfmt/scan.h"
 
 namespace gpucanary::expfmt {
 namespace {
@@ -93,8 +93,8 @@ bool ParseDecimal(std::string_view t, double& out) {
 bool ParseValue(std::string_view t, Format format, double& out) {
   if (t.empty()) return false;
   const char c = t[0];
-  if ((c >= '0' && c <= '9') || ((c == '-' || c == '+') && t.size() > 1 && t[1] >= '0' &&
-                                 t[1] <= '9')) {
+  if ((c >= '0' && c <= '9') ||
+      ((c == '-' || c == '+') && t.size() > 1 && t[1] >= '0' && t[1] <= '9')) {
     // Fast path for plain integers, the commonest dcgm-exporter value.
     if (t.size() <= 15) {
       std::size_t i = (c == '-' || c == '+') ? 1 : 0;
@@ -244,8 +244,7 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-Parser::Parser(std::string_view text, Format format, std::uint64_t first_line)
-    : format_(format) {
+Parser::Parser(std::string_view text, Format format, std::uint64_t first_line) : format_(format) {
   sample_.labels.reserve(16);
   Reset(text, first_line);
 }
@@ -294,12 +293,13 @@ Entry Parser::ParseLine(const char* p, const char* e) {
       return Fail(p, "leading whitespace (not allowed in OpenMetrics)");
     }
     const char* q = SkipBlanks(p, e);
-    if (q == e) return Entry::kEnd;        // whitespace-only line: blank
+    if (q == e) return Entry::kEnd;            // whitespace-only line: blank
     if (*q == '#') return ParseComment(q, e);  // the spec allows indented comments
     // Prometheus itself reads "   m 1" as an invalid metric name; so do we.
     return Fail(p, "leading whitespace before metric name");
   }
-  if (e[-1] == '\r') return Fail(e - 1, "carriage return before line break (CRLF line endings are not allowed)");
+  if (e[-1] == '\r')
+    return Fail(e - 1, "carriage return before line break (CRLF line endings are not allowed)");
   return ParseSample(p, e);
 }
 
@@ -343,7 +343,8 @@ Entry Parser::ParseSample(const char* p, const char* e) {
     }
     const char* ts = p;
     while (p < e && *p != ' ') ++p;
-    if (p == ts) return Fail(ts, "expected timestamp after ' ' (trailing whitespace is not allowed)");
+    if (p == ts)
+      return Fail(ts, "expected timestamp after ' ' (trailing whitespace is not allowed)");
     if (!ParseTimestamp(std::string_view(ts, static_cast<std::size_t>(p - ts)), format_,
                         sample_.timestamp_ms, sample_.timestamp_clamped)) {
       return Fail(ts, "invalid timestamp '" + std::string(ts, p) +
@@ -501,8 +502,8 @@ const char* Parser::ParseExemplar(const char* p, const char* e) {
   ++p;
   const char* v = p;
   while (p < e && *p != ' ') ++p;
-  if (p == v || !ParseValue(std::string_view(v, static_cast<std::size_t>(p - v)), format_,
-                            ex.value)) {
+  if (p == v ||
+      !ParseValue(std::string_view(v, static_cast<std::size_t>(p - v)), format_, ex.value)) {
     Fail(v, "invalid exemplar value '" + std::string(v, p) + "'");
     return nullptr;
   }
@@ -530,18 +531,27 @@ Entry Parser::ParseComment(const char* p, const char* e) {
 namespace {
 
 bool ParseTypeName(std::string_view t, Format format, MetricType& out) {
-  if (t == "counter") out = MetricType::kCounter;
-  else if (t == "gauge") out = MetricType::kGauge;
-  else if (t == "histogram") out = MetricType::kHistogram;
-  else if (t == "summary") out = MetricType::kSummary;
+  if (t == "counter")
+    out = MetricType::kCounter;
+  else if (t == "gauge")
+    out = MetricType::kGauge;
+  else if (t == "histogram")
+    out = MetricType::kHistogram;
+  else if (t == "summary")
+    out = MetricType::kSummary;
   else if (format == Format::kPrometheusText) {
     if (t != "untyped") return false;
     out = MetricType::kUnknown;
-  } else if (t == "gaugehistogram") out = MetricType::kGaugeHistogram;
-  else if (t == "info") out = MetricType::kInfo;
-  else if (t == "stateset") out = MetricType::kStateSet;
-  else if (t == "unknown") out = MetricType::kUnknown;
-  else return false;
+  } else if (t == "gaugehistogram")
+    out = MetricType::kGaugeHistogram;
+  else if (t == "info")
+    out = MetricType::kInfo;
+  else if (t == "stateset")
+    out = MetricType::kStateSet;
+  else if (t == "unknown")
+    out = MetricType::kUnknown;
+  else
+    return false;
   return true;
 }
 
@@ -552,15 +562,21 @@ Entry Parser::ParseOpenMetricsComment(const char* p, const char* e) {
   //                   / "# UNIT " name SP *metricname-char LF;  and "# EOF".
   const std::string_view line(p, static_cast<std::size_t>(e - p));
   if (line == "# EOF") {
+    // Whatever follows is reported on its own lines (see Next()), so a reader
+    // that receives the input in chunks reports exactly the same errors.
     eof_seen_ = true;
-    if (pos_ < end_) return Fail(p + 5, "unexpected text after '# EOF'");
     return Entry::kEof;
   }
   MetadataKind kind;
-  if (line.starts_with("# HELP ")) kind = MetadataKind::kHelp;
-  else if (line.starts_with("# TYPE ")) kind = MetadataKind::kType;
-  else if (line.starts_with("# UNIT ")) kind = MetadataKind::kUnit;
-  else return Fail(p, "invalid comment: OpenMetrics allows only '# HELP', '# TYPE', '# UNIT' and '# EOF'");
+  if (line.starts_with("# HELP "))
+    kind = MetadataKind::kHelp;
+  else if (line.starts_with("# TYPE "))
+    kind = MetadataKind::kType;
+  else if (line.starts_with("# UNIT "))
+    kind = MetadataKind::kUnit;
+  else
+    return Fail(
+        p, "invalid comment: OpenMetrics allows only '# HELP', '# TYPE', '# UNIT' and '# EOF'");
   p += 7;
   const char* n_end = ScanMetricName(p, e);
   if (n_end == p) return Fail(p, "expected metric family name");
@@ -603,9 +619,12 @@ Entry Parser::ParsePrometheusComment(const char* p, const char* e) {
   while (q < e && !IsBlank(*q)) ++q;
   const std::string_view token(t, static_cast<std::size_t>(q - t));
   MetadataKind kind;
-  if (token == "HELP") kind = MetadataKind::kHelp;
-  else if (token == "TYPE") kind = MetadataKind::kType;
-  else return Entry::kComment;
+  if (token == "HELP")
+    kind = MetadataKind::kHelp;
+  else if (token == "TYPE")
+    kind = MetadataKind::kType;
+  else
+    return Entry::kComment;
   q = SkipBlanks(q, e);
   const char* n_end = ScanMetricName(q, e);
   if (n_end == q) return Fail(q, "expected metric name after # " + std::string(token));
@@ -627,7 +646,8 @@ Entry Parser::ParsePrometheusComment(const char* p, const char* e) {
   const char* type_end = q;
   while (type_end < e && !IsBlank(*type_end)) ++type_end;
   const std::string_view type_name(q, static_cast<std::size_t>(type_end - q));
-  if (type_name.empty()) return Fail(q, "missing metric type after # TYPE " + std::string(metadata_.name));
+  if (type_name.empty())
+    return Fail(q, "missing metric type after # TYPE " + std::string(metadata_.name));
   if (!ParseTypeName(type_name, format_, metadata_.type)) {
     return Fail(q, "invalid metric type '" + std::string(type_name) +
                        "' (expected counter, gauge, histogram, summary or untyped)");

@@ -1,8 +1,8 @@
 #include "expfmt/parser.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace gpucanary::expfmt {
 namespace {
@@ -26,7 +26,8 @@ TEST(ParserTest, DcgmExporterLine) {
 TEST(ParserTest, PrometheusLeniencies) {
   // Trailing comma, space after comma, tab separator, trailing blanks, blank
   // lines, no final newline: all accepted by Prometheus 2.42's scrape parser.
-  Parser p("m{a=\"1\",} 1\n\nm{a=\"1\", b=\"2\"}\t2 \n  \nm 3 1700000000000", Format::kPrometheusText);
+  Parser p("m{a=\"1\",} 1\n\nm{a=\"1\", b=\"2\"}\t2 \n  \nm 3 1700000000000",
+           Format::kPrometheusText);
   ASSERT_EQ(p.Next(), Entry::kSample);
   EXPECT_EQ(p.sample().labels.size(), 1u);
   ASSERT_EQ(p.Next(), Entry::kSample);
@@ -162,8 +163,8 @@ TEST(ParserTest, OpenMetricsTimestampsAreExactMilliseconds) {
 }
 
 TEST(ParserTest, OpenMetricsIsStrictAboutWhitespace) {
-  const char* bad[] = {"a  1\n", "a 1 \n", "a 1\t\n", " a 1\n", "\n", "a{a=\"1\",} 1\n",
-                       "# random\n", "# TYPE a gauge \n"};
+  const char* bad[] = {"a  1\n", "a 1 \n",          "a 1\t\n",    " a 1\n",
+                       "\n",     "a{a=\"1\",} 1\n", "# random\n", "# TYPE a gauge \n"};
   for (const char* input : bad) {
     Parser p(input, Format::kOpenMetrics);
     EXPECT_EQ(p.Next(), Entry::kError) << input;
@@ -172,7 +173,9 @@ TEST(ParserTest, OpenMetricsIsStrictAboutWhitespace) {
 
 TEST(ParserTest, TextAfterEofIsAnError) {
   Parser p("# EOF\nx 1\n", Format::kOpenMetrics);
+  EXPECT_EQ(p.Next(), Entry::kEof);
   EXPECT_EQ(p.Next(), Entry::kError);
+  EXPECT_EQ(p.error().line, 2u);
   EXPECT_NE(p.error().message.find("after '# EOF'"), std::string::npos);
 }
 

@@ -225,9 +225,9 @@ Result<ReadReport> ReadFile(const std::string& path, const ReadOptions& options,
   for (;;) {
     if (have == buf.size()) {
       if (buf.size() >= options.max_line_bytes) {
-        return Error(StatusCode::kParseError,
-                     path + ": a line is longer than " +
-                         std::to_string(options.max_line_bytes) + " bytes");
+        return Error(
+            StatusCode::kParseError,
+            path + ": a line is longer than " + std::to_string(options.max_line_bytes) + " bytes");
       }
       buf.resize(buf.size() * 2);
     }

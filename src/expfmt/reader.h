@@ -31,7 +31,7 @@ using SampleCallback =
 struct ReadOptions {
   std::optional<Format> format;  // forced; otherwise detected (see DetectFormat)
   bool skip_bad_lines = false;
-  std::size_t max_messages = 20;   // error messages kept in the report
+  std::size_t max_messages = 20;  // error messages kept in the report
   std::size_t chunk_bytes = 1 << 20;
   std::size_t max_line_bytes = 64u << 20;  // a longer line is an error, not an allocation
 };
@@ -41,9 +41,9 @@ struct ReadReport {
   Format format = Format::kPrometheusText;
   ExpositionStats stats;
   std::uint64_t lines = 0;
-  std::uint64_t bytes = 0;          // uncompressed bytes read
-  std::uint64_t bad_lines = 0;      // lines rejected (skipped when skip_bad_lines)
-  bool stopped_early = false;       // reading stopped at the first error
+  std::uint64_t bytes = 0;            // uncompressed bytes read
+  std::uint64_t bad_lines = 0;        // lines rejected (skipped when skip_bad_lines)
+  bool stopped_early = false;         // reading stopped at the first error
   std::vector<std::string> messages;  // "FILE:LINE:COLUMN: message", first max_messages
 
   bool ok() const { return bad_lines == 0; }

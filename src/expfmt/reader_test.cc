@@ -1,13 +1,12 @@
 #include "expfmt/reader.h"
 
+#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace gpucanary::expfmt {
 namespace {
@@ -40,8 +39,7 @@ TEST(ConformanceTest, OpenMetricsSuite) {
     const std::string name = entry.path().filename().string();
     EXPECT_EQ(should_parse, name.rfind("bad_", 0) != 0) << name;
     ReadOptions o;
-    const ReadReport r =
-        ReadBuffer(Slurp(entry.path() / "metrics"), Format::kOpenMetrics, name, o);
+    const ReadReport r = ReadBuffer(Slurp(entry.path() / "metrics"), Format::kOpenMetrics, name, o);
     ++total;
     if (r.ok() == should_parse) {
       ++passed;
@@ -60,13 +58,12 @@ struct SampleRecord {
   std::size_t labels;
 };
 
-std::vector<SampleRecord> ReadAll(const fs::path& p, ReadReport& report,
-                                  ReadOptions options = {}) {
+std::vector<SampleRecord> ReadAll(const fs::path& p, ReadReport& report, ReadOptions options = {}) {
   std::vector<SampleRecord> out;
-  auto r = ReadFile(p.string(), options,
-                    [&](const SampleView& s, std::string_view family, MetricType) {
-                      out.push_back({std::string(family), s.value, s.labels.size()});
-                    });
+  auto r =
+      ReadFile(p.string(), options, [&](const SampleView& s, std::string_view family, MetricType) {
+        out.push_back({std::string(family), s.value, s.labels.size()});
+      });
   EXPECT_TRUE(r.has_value());
   if (r) report = *r;
   return out;
@@ -115,10 +112,9 @@ TEST(DcgmSamplesTest, H100x8ValuesAndLabels) {
 
 TEST(DcgmSamplesTest, L4ExactValues) {
   std::map<std::string, double> v;
-  auto rr = ReadFile((kShared / "data/dcgm-samples/l4-default-counters-kops.txt").string(),
-                     ReadOptions{}, [&](const SampleView& s, std::string_view, MetricType) {
-                       v[std::string(s.name)] = s.value;
-                     });
+  auto rr = ReadFile(
+      (kShared / "data/dcgm-samples/l4-default-counters-kops.txt").string(), ReadOptions{},
+      [&](const SampleView& s, std::string_view, MetricType) { v[std::string(s.name)] = s.value; });
   ASSERT_TRUE(rr.has_value());
   EXPECT_TRUE(rr->ok());
   EXPECT_EQ(v.at("DCGM_FI_DEV_SM_CLOCK"), 210);
@@ -158,9 +154,10 @@ TEST(DcgmSamplesTest, PrometheusBenchmarkInputs) {
 class TempDir : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpucanary-reader-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        fs::temp_directory_path() /
+        ("gpucanary-reader-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -225,7 +222,8 @@ TEST_F(StreamingTest, ErrorsNameFileLineColumn) {
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->stopped_early);
   ASSERT_EQ(r->messages.size(), 1u);
-  EXPECT_EQ(r->messages[0], path.string() + ":2:11: expected ',' or '}' after label value, found 'b'");
+  EXPECT_EQ(r->messages[0],
+            path.string() + ":2:11: expected ',' or '}' after label value, found 'b'");
   ReadOptions skip;
   skip.skip_bad_lines = true;
   r = ReadFile(path.string(), skip);

@@ -15,8 +15,7 @@ namespace gpucanary::expfmt::scan {
 inline bool IsNameChar(char c, bool allow_colon) {
   const auto u = static_cast<unsigned char>(c);
   const unsigned char l = static_cast<unsigned char>(u | 0x20);
-  return (l >= 'a' && l <= 'z') || (u >= '0' && u <= '9') || u == '_' ||
-         (allow_colon && u == ':');
+  return (l >= 'a' && l <= 'z') || (u >= '0' && u <= '9') || u == '_' || (allow_colon && u == ':');
 }
 
 inline const char* SkipNameChars(const char* p, const char* e, bool allow_colon) {
@@ -34,8 +33,7 @@ inline const char* SkipNameChars(const char* p, const char* e, bool allow_colon)
     // x in [lo, lo+n) <=> (x - lo - 128) < (n - 128) as signed bytes.
     const __m128i alpha = _mm_cmplt_epi8(_mm_add_epi8(lower, ka), k26);
     const __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, k0), k10);
-    const __m128i other =
-        _mm_or_si128(_mm_cmpeq_epi8(v, kUnderscore), _mm_cmpeq_epi8(v, kColon));
+    const __m128i other = _mm_or_si128(_mm_cmpeq_epi8(v, kUnderscore), _mm_cmpeq_epi8(v, kColon));
     const int ok = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), other));
     if (ok != 0xFFFF) return p + __builtin_ctz(static_cast<unsigned>(~ok));
     p += 16;

@@ -8,14 +8,22 @@ std::string_view FormatName(Format format) {
 
 std::string_view MetricTypeName(MetricType type) {
   switch (type) {
-    case MetricType::kUnknown: return "unknown";
-    case MetricType::kCounter: return "counter";
-    case MetricType::kGauge: return "gauge";
-    case MetricType::kHistogram: return "histogram";
-    case MetricType::kGaugeHistogram: return "gaugehistogram";
-    case MetricType::kSummary: return "summary";
-    case MetricType::kInfo: return "info";
-    case MetricType::kStateSet: return "stateset";
+    case MetricType::kUnknown:
+      return "unknown";
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
+    case MetricType::kGaugeHistogram:
+      return "gaugehistogram";
+    case MetricType::kSummary:
+      return "summary";
+    case MetricType::kInfo:
+      return "info";
+    case MetricType::kStateSet:
+      return "stateset";
   }
   return "unknown";
 }

@@ -28,23 +28,32 @@ constexpr std::string_view kInfo[] = {"_info"};
 Suffixes AllowedSuffixes(MetricType type, Format format) {
   if (format == Format::kPrometheusText) {
     switch (type) {
-      case MetricType::kHistogram: return kPromHistogram;
-      case MetricType::kSummary: return kPromSummary;
-      default: return kBare;
+      case MetricType::kHistogram:
+        return kPromHistogram;
+      case MetricType::kSummary:
+        return kPromSummary;
+      default:
+        return kBare;
     }
   }
   switch (type) {
-    case MetricType::kCounter: return kCounter;
-    case MetricType::kHistogram: return kHistogram;
-    case MetricType::kGaugeHistogram: return kGaugeHistogram;
-    case MetricType::kSummary: return kSummary;
-    case MetricType::kInfo: return kInfo;
-    default: return kBare;
+    case MetricType::kCounter:
+      return kCounter;
+    case MetricType::kHistogram:
+      return kHistogram;
+    case MetricType::kGaugeHistogram:
+      return kGaugeHistogram;
+    case MetricType::kSummary:
+      return kSummary;
+    case MetricType::kInfo:
+      return kInfo;
+    default:
+      return kBare;
   }
 }
 
-bool MatchSuffix(std::string_view family, MetricType type, Format format,
-                 std::string_view sample, std::string_view& suffix) {
+bool MatchSuffix(std::string_view family, MetricType type, Format format, std::string_view sample,
+                 std::string_view& suffix) {
   if (!sample.starts_with(family)) return false;
   const std::string_view rest = sample.substr(family.size());
   for (std::string_view s : AllowedSuffixes(type, format)) {
@@ -165,17 +174,15 @@ bool Validator::RegisterSampleNames(int index, Violation& v) {
     if (format_ == Format::kOpenMetrics && !suffix.empty()) {
       auto other = family_by_name_.find(sample_name);
       if (other != family_by_name_.end() && other->second != index) {
-        v.message = "sample name '" + sample_name + "' of " +
-                    std::string(MetricTypeName(f.type)) + " family '" + f.name +
-                    "' clashes with metric family '" + sample_name + "'";
+        v.message = "sample name '" + sample_name + "' of " + std::string(MetricTypeName(f.type)) +
+                    " family '" + f.name + "' clashes with metric family '" + sample_name + "'";
         return false;
       }
     }
     auto [it, inserted] = family_by_sample_name_.emplace(sample_name, index);
     if (!inserted && it->second != index && format_ == Format::kOpenMetrics) {
       v.message = "sample name '" + sample_name + "' is claimed by two families: '" +
-                  families_[static_cast<std::size_t>(it->second)].name + "' and '" + f.name +
-                  "'";
+                  families_[static_cast<std::size_t>(it->second)].name + "' and '" + f.name + "'";
       return false;
     }
   }
@@ -252,8 +259,8 @@ bool Validator::OnMetadata(const MetadataView& m, std::uint64_t line, Violation&
     }
     if (om && f.has_unit && !f.unit.empty() &&
         (f.type == MetricType::kInfo || f.type == MetricType::kStateSet)) {
-      v.message = std::string(MetricTypeName(f.type)) + " family '" + f.name +
-                  "' must not have a unit";
+      v.message =
+          std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
       return false;
     }
     return RegisterSampleNames(index, v);
@@ -262,13 +269,13 @@ bool Validator::OnMetadata(const MetadataView& m, std::uint64_t line, Violation&
     f.unit = std::string(m.text);
     if (!f.unit.empty()) {
       if (f.type == MetricType::kInfo || f.type == MetricType::kStateSet) {
-        v.message = std::string(MetricTypeName(f.type)) + " family '" + f.name +
-                    "' must not have a unit";
+        v.message =
+            std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
         return false;
       }
       if (!std::string_view(f.name).ends_with(f.unit)) {
-        v.message = "unit '" + f.unit + "' must be a suffix of the metric family name '" +
-                    f.name + "'";
+        v.message =
+            "unit '" + f.unit + "' must be a suffix of the metric family name '" + f.name + "'";
         return false;
       }
     }
@@ -284,8 +291,7 @@ int Validator::ResolveFamily(const SampleView& s, std::string_view& suffix, Viol
   auto it = family_by_sample_name_.find(s.name);
   if (it != family_by_sample_name_.end() &&
       MatchSuffix(families_[static_cast<std::size_t>(it->second)].name,
-                  families_[static_cast<std::size_t>(it->second)].type, format_, s.name,
-                  suffix)) {
+                  families_[static_cast<std::size_t>(it->second)].type, format_, s.name, suffix)) {
     Family& f = families_[static_cast<std::size_t>(it->second)];
     if (format_ == Format::kOpenMetrics && !(f.all_timestamped && s.has_timestamp())) {
       v.message = "sample '" + std::string(s.name) + "' of metric family '" + f.name +
@@ -337,9 +343,8 @@ bool Validator::OnSample(const SampleView& s, std::uint64_t line, Violation& v) 
 
 bool Validator::TrackSeries(const SampleView& s, Violation& v) {
   bool inserted = false;
-  SeriesState& st =
-      series_.FindOrInsert(FlatHashMap<SeriesState>::NonZero(HashSeries(s.name, s.labels)),
-                           inserted);
+  SeriesState& st = series_.FindOrInsert(
+      FlatHashMap<SeriesState>::NonZero(HashSeries(s.name, s.labels)), inserted);
   if (inserted) {
     ++stats_.series;
     st.last_ts = s.timestamp_ms;
@@ -450,8 +455,10 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
   }
   if (s.has_exemplar) {
     if (!exemplar_ok) {
-      v.message = "exemplars are only allowed on counter _total and histogram _bucket samples, "
-                  "not on '" + name + "'";
+      v.message =
+          "exemplars are only allowed on counter _total and histogram _bucket samples, "
+          "not on '" +
+          name + "'";
       return false;
     }
     std::size_t points = 0;
@@ -468,9 +475,12 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
 bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView& s,
                            std::uint64_t line, Violation& v) {
   std::string_view skip;
-  if (suffix == "_bucket") skip = "le";
-  else if (f.type == MetricType::kSummary && suffix.empty()) skip = "quantile";
-  else if (f.type == MetricType::kStateSet) skip = f.name;
+  if (suffix == "_bucket")
+    skip = "le";
+  else if (f.type == MetricType::kSummary && suffix.empty())
+    skip = "quantile";
+  else if (f.type == MetricType::kStateSet)
+    skip = f.name;
   const std::uint64_t group = HashLabels(s.labels, skip);
   if (!f.has_current_group || f.current_group != group) {
     ClosePoint(f);
@@ -485,14 +495,12 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
   }
   GroupState& g = *f.current_state;
   if (g.used && g.timestamped != s.has_timestamp()) {
-    v.message = "metric '" + std::string(s.name) +
-                "' mixes samples with and without timestamps";
+    v.message = "metric '" + std::string(s.name) + "' mixes samples with and without timestamps";
     return false;
   }
   if (g.used && s.has_timestamp() && s.timestamp_ms < g.last_ts) {
-    v.message = "timestamp of '" + std::string(s.name) +
-                "' goes backwards within its metric (" + std::to_string(s.timestamp_ms) +
-                " ms < " + std::to_string(g.last_ts) + " ms)";
+    v.message = "timestamp of '" + std::string(s.name) + "' goes backwards within its metric (" +
+                std::to_string(s.timestamp_ms) + " ms < " + std::to_string(g.last_ts) + " ms)";
     return false;
   }
   g.used = true;
@@ -503,8 +511,7 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
 
 bool Validator::AddToPoint(Family& f, std::string_view suffix, const SampleView& s,
                            std::uint64_t line, Violation& v) {
-  const bool histogram =
-      f.type == MetricType::kHistogram || f.type == MetricType::kGaugeHistogram;
+  const bool histogram = f.type == MetricType::kHistogram || f.type == MetricType::kGaugeHistogram;
   if (!histogram && f.type != MetricType::kSummary) return true;
   PointState& p = f.point;
   if (p.open && s.has_timestamp() && s.timestamp_ms != p.ts) ClosePoint(f);
@@ -557,8 +564,8 @@ bool Validator::AddToPoint(Family& f, std::string_view suffix, const SampleView&
   }
   if (seen != nullptr) {
     if (*seen) {
-      v.message = "duplicate '" + name + "' in one " + std::string(MetricTypeName(f.type)) +
-                  " point";
+      v.message =
+          "duplicate '" + name + "' in one " + std::string(MetricTypeName(f.type)) + " point";
       return false;
     }
     *seen = true;
@@ -595,8 +602,8 @@ void Validator::ClosePoint(Family& f) {
       return;
     }
     if (!gauge && p.negative_bucket && p.has_sum) {
-      v.message = "histogram '" + f.name + "' has negative buckets, so it must not have " +
-                  sum_name;
+      v.message =
+          "histogram '" + f.name + "' has negative buckets, so it must not have " + sum_name;
       deferred_.push_back(std::move(v));
       return;
     }

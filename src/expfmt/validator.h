@@ -43,7 +43,7 @@ namespace gpucanary::expfmt {
 
 struct ExpositionStats {
   std::uint64_t families = 0;
-  std::uint64_t series = 0;   // distinct name + label set (empty-valued labels dropped)
+  std::uint64_t series = 0;  // distinct name + label set (empty-valued labels dropped)
   std::uint64_t samples = 0;
   std::uint64_t timestamped_samples = 0;
   std::uint64_t duplicate_samples = 0;  // 0.0.4: same series again without a timestamp

@@ -35,9 +35,9 @@ TEST(ValidatorTest, TimeBlockedRecordingIsAccepted) {
 }
 
 TEST(ValidatorTest, RecordingGoingBackInTimeIsRejected) {
-  ReadReport r = Om(
-      "# TYPE g gauge\ng{gpu=\"0\"} 1 2.000\n# TYPE h gauge\nh 1 2.000\ng{gpu=\"0\"} 1 1.000\n# "
-      "EOF\n");
+  ReadReport r =
+      Om("# TYPE g gauge\ng{gpu=\"0\"} 1 2.000\n# TYPE h gauge\nh 1 2.000\ng{gpu=\"0\"} 1 1.000\n# "
+         "EOF\n");
   ASSERT_EQ(r.bad_lines, 1u);
   EXPECT_NE(r.messages[0].find("t.om:5:1: timestamp"), std::string::npos) << r.messages[0];
 }
@@ -69,8 +69,8 @@ TEST(ValidatorTest, HistogramPointsPerTimestamp) {
 TEST(ValidatorTest, PrometheusDuplicatesAreCountedNotFatal) {
   ReadOptions o;
   o.skip_bad_lines = true;
-  ReadReport r = ReadBuffer("m{a=\"1\"} 1\nm{a=\"1\"} 2\nm{a=\"\"} 3\nm 4\n",
-                            Format::kPrometheusText, "x", o);
+  ReadReport r =
+      ReadBuffer("m{a=\"1\"} 1\nm{a=\"1\"} 2\nm{a=\"\"} 3\nm 4\n", Format::kPrometheusText, "x", o);
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r.stats.series, 2u);  // an empty label value is no label: m{a=""} is m
   EXPECT_EQ(r.stats.duplicate_samples, 2u);
@@ -85,8 +85,7 @@ TEST(ValidatorTest, LabelOrderDoesNotMakeANewSeries) {
 TEST(ValidatorTest, CounterNamesMustFitTheFamily) {
   ReadReport r = Om("# TYPE a counter\na 1\n# EOF\n");
   ASSERT_EQ(r.bad_lines, 1u);
-  EXPECT_NE(r.messages[0].find("expected a_total, a_created"), std::string::npos)
-      << r.messages[0];
+  EXPECT_NE(r.messages[0].find("expected a_total, a_created"), std::string::npos) << r.messages[0];
 }
 
 }  // namespace
