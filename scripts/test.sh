@@ -9,23 +9,30 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 
+# Formatting is part of the suite: .clang-format (Google, 100 columns).
+git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run --Werror
+echo "clang-format: all sources formatted"
+
 jobs=$(nproc)
 cmake --preset asan
 cmake --build build/asan -j "$jobs"
 ctest --preset asan -j "$jobs"
 
-# libFuzzer run (clang): new inputs go to a scratch directory, never into the repo.
+# libFuzzer runs (clang), one per fuzz target: new inputs go to a scratch
+# directory, never into the repo. A crash makes libFuzzer exit non-zero (and
+# this script with it); the input is left in the scratch dir and its bytes are
+# printed, to be added to fuzz/corpus/<target>.
 fuzz_seconds=${GPUCANARY_FUZZ_SECONDS:-30}
 if ((fuzz_seconds > 0)); then
   cmake --preset fuzz
-  cmake --build build/fuzz -j "$jobs" --target exposition_fuzz
+  cmake --build build/fuzz -j "$jobs" --target exposition_fuzz csv_import_fuzz
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
-  # A crash makes libFuzzer exit non-zero (and this script with it); the input
-  # is left in $scratch/crash-* and printed, to be added to fuzz/corpus.
-  build/fuzz/fuzz/exposition_fuzz -max_total_time="$fuzz_seconds" -print_final_stats=1 \
-    -artifact_prefix="$scratch/" "$scratch" fuzz/corpus/exposition > "$scratch/fuzz.log" 2>&1 ||
-    { tail -n 40 "$scratch/fuzz.log"; exit 1; }
-  tail -n 8 "$scratch/fuzz.log"
-  echo "libFuzzer: ${fuzz_seconds}s without a crash"
+  for target in exposition csv_import; do
+    mkdir -p "$scratch/$target"
+    build/fuzz/fuzz/${target}_fuzz -max_total_time="$fuzz_seconds" -print_final_stats=1 \
+      -artifact_prefix="$scratch/$target/" "$scratch/$target" "fuzz/corpus/$target" \
+      > "$scratch/$target.log" 2>&1 || { tail -n 40 "$scratch/$target.log"; exit 1; }
+    echo "libFuzzer ${target}_fuzz: ${fuzz_seconds}s without a crash ($(grep -o 'cov: [0-9]*' "$scratch/$target.log" | tail -n 1) edges)"
+  done
 fi

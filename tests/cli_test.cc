@@ -124,4 +124,42 @@ TEST_F(CliTest, UsageErrorsExitThree) {
   EXPECT_EQ(Run("check --format xml -", "a 1\n").exit_code, 3);
 }
 
+TEST_F(CliTest, ImportNvidiaSmiThenCheck) {
+  const std::string out = (dir_ / "h100.om.gz").string();
+  RunResult r = Run("import nvidia-smi " +
+                    Shared("data/gpu-traces/yqg9651-cuda_test/h100pcie350w_fp8gemm_maxpower.csv") +
+                    " -o " + out + " --hostname h100pcie");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("rows: 8491 read, 8491 imported, 0 skipped"));
+  r = Run("check " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ok (openmetrics): 7 families, 7 series, 59437 samples, "
+                               "2023-08-24T14:41:23.886Z .. 2023-08-24T14:42:36.141Z"));
+  r = Run("summarize " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("h100pcie/0"));
+}
+
+TEST_F(CliTest, ImportRejectsMalformedCsvWithPosition) {
+  std::ofstream(dir_ / "bad.csv") << "timestamp,phase,gpu,gpu_model,power_w\n"
+                                     "1775016266.006,init,0,NVIDIA H100 80GB HBM3,71.4\n"
+                                     "1775016266.106,init,0,NVIDIA H100 80GB HBM3,7x1.4\n";
+  RunResult r =
+      Run("import dcgm-csv " + (dir_ / "bad.csv").string() + " -o " + (dir_ / "bad.om").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("bad.csv:3:"));
+  EXPECT_THAT(r.err, HasSubstr("power_w"));
+}
+
+TEST_F(CliTest, ExplainThrottleAndXid) {
+  RunResult r = Run("explain-throttle 0x88");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("HW power brake"));
+  r = Run("explain-xid 79");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("fallen off the bus"));
+  EXPECT_EQ(Run("explain-throttle 0xZZ").exit_code, 3);
+  EXPECT_EQ(Run("explain-xid -4").exit_code, 3);
+}
+
 }  // namespace

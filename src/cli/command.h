@@ -26,5 +26,6 @@ struct CommandContext {
 void RegisterCheckCommand(CLI::App& app, CommandContext& ctx);
 void RegisterSummarizeCommand(CLI::App& app, CommandContext& ctx);
 void RegisterExplainCommands(CLI::App& app, CommandContext& ctx);
+void RegisterImportCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

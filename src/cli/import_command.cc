@@ -3,13 +3,12 @@
 // in DCGM vocabulary. The conversion lives in src/importers; this file only maps
 // flags to ImportOptions, runs it and prints the report. See docs/importers.md.
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <system_error>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "importers/dcgm_csv_importer.h"
@@ -31,6 +30,16 @@ struct ImportFlags {
   bool skip_bad_lines = false;
 };
 
+// Removes a partial recording after a failure, so it cannot pass for a real
+// one. Only a regular file that this run created goes: never stdout, a device
+// such as /dev/null, or a file the writer could not open.
+void RemovePartialOutput(const std::string& path) {
+  std::error_code error;
+  if (path != "-" && std::filesystem::is_regular_file(path, error)) {
+    std::filesystem::remove(path, error);
+  }
+}
+
 Result<importers::ImportReport> Convert(InputKind kind, const ImportFlags& flags,
                                         const importers::ImportOptions& options) {
   auto writer = recording::RecordingWriter::Open(flags.output);
@@ -38,8 +47,12 @@ Result<importers::ImportReport> Convert(InputKind kind, const ImportFlags& flags
   auto report = kind == InputKind::kNvidiaSmi
                     ? importers::ImportNvidiaSmiCsv(flags.input, options, **writer)
                     : importers::ImportDcgmCsv(flags.input, options, **writer);
-  if (!report) return report;
-  if (Status status = (*writer)->Close(); !status.ok()) return Error(std::move(status));
+  Status status = report ? (*writer)->Close() : report.error();
+  writer->reset();
+  if (!status.ok()) {
+    RemovePartialOutput(flags.output);
+    return Error(std::move(status));
+  }
   return report;
 }
 
@@ -48,6 +61,17 @@ void RunImport(InputKind kind, const ImportFlags& flags, CommandContext& ctx) {
   options.hostname = flags.hostname;
   options.gpu = flags.gpu;
   options.skip_bad_lines = flags.skip_bad_lines;
+  if (options.gpu.empty()) {
+    ctx.err << "gpucanary import: --gpu must not be empty\n";
+    ctx.exit_code = kExitBadInput;
+    return;
+  }
+  if (std::error_code error; flags.input != "-" && flags.output != "-" &&
+                             std::filesystem::equivalent(flags.input, flags.output, error)) {
+    ctx.err << "gpucanary import: the output " << flags.output << " is the input file\n";
+    ctx.exit_code = kExitBadInput;
+    return;
+  }
   auto offset = importers::ParseUtcOffset(flags.utc_offset);
   if (!offset) {
     ctx.err << "gpucanary import: --utc-offset: " << offset.error().message() << "\n";
@@ -61,11 +85,6 @@ void RunImport(InputKind kind, const ImportFlags& flags, CommandContext& ctx) {
     // Parse errors already read "FILE:LINE:COL: message".
     if (report.error().code() != StatusCode::kParseError) ctx.err << "gpucanary import: ";
     ctx.err << report.error().message() << "\n";
-    // A half-written recording must not pass for a real one.
-    if (flags.output != "-") {
-      std::error_code ignored;
-      std::filesystem::remove(flags.output, ignored);
-    }
     ctx.exit_code = kExitBadInput;
     return;
   }

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   RegisterCheckCommand(app, ctx);
   RegisterSummarizeCommand(app, ctx);
   RegisterExplainCommands(app, ctx);
+  RegisterImportCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -110,7 +110,8 @@ constexpr FieldInfo kFields[] = {
          "application memory clock target"),
     Dcgm(112, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", T::kInt64,
          U::kBitmask, K::kBitmask, C::kClocks,
-         "why clocks are below maximum right now: NVML clock-event reason bits (see throttle.h)"),
+         "why clocks are below maximum right now: NVML clock-event reason bits (0x4 power cap, 0x8 "
+         "HW slowdown, 0x20/0x40 thermal, 0x80 power brake)"),
     Dcgm(113, "DCGM_FI_DEV_MAX_SM_CLOCK", "", T::kInt64, U::kMegahertz, K::kGauge, C::kClocks,
          "maximum supported SM clock"),
     Dcgm(114, "DCGM_FI_DEV_MAX_MEM_CLOCK", "", T::kInt64, U::kMegahertz, K::kGauge, C::kClocks,
