@@ -51,6 +51,13 @@ class FlatHashMap {
     return nullptr;
   }
 
+  // Makes room for `n` entries without rehashing.
+  void Reserve(std::size_t n) {
+    std::size_t want = 64;
+    while (want < n * 2) want *= 2;
+    if (want > slots_.size()) Rehash(want);
+  }
+
   std::size_t size() const { return size_; }
   void Clear() {
     slots_.clear();
@@ -63,9 +70,11 @@ class FlatHashMap {
     V value{};
   };
 
-  void Grow() {
+  void Grow() { Rehash(slots_.empty() ? 64 : slots_.size() * 2); }
+
+  void Rehash(std::size_t capacity) {
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    slots_.assign(capacity, Slot{});
     std::size_t mask = slots_.size() - 1;
     for (Slot& s : old) {
       if (s.key == 0) continue;

@@ -35,6 +35,21 @@ inline bool Is(char c, std::uint8_t cls) {
 }
 inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
+// True at the end of the current line: its '\n' or the end of the buffer.
+inline bool AtEol(const char* p, const char* e) { return p == e || *p == '\n'; }
+
+// OpenMetrics token: up to ' ' or the end of the line.
+inline const char* ScanToken(const char* p, const char* e) {
+  while (p < e && *p != ' ' && *p != '\n') ++p;
+  return p;
+}
+
+// Prometheus 0.0.4 token: up to a blank or the end of the line.
+inline const char* ScanBlankToken(const char* p, const char* e) {
+  while (p < e && *p != ' ' && *p != '\t' && *p != '\n') ++p;
+  return p;
+}
+
 inline const char* SkipBlanks(const char* p, const char* e) {
   while (p < e && IsBlank(*p)) ++p;
   return p;
@@ -266,14 +281,19 @@ Entry Parser::Next() {
   while (pos_ < end_) {
     line_begin_ = pos_;
     line_no_ = next_line_no_++;
-    const char* line_end = scan::FindNewline(pos_, end_);
-    pos_ = line_end < end_ ? line_end + 1 : end_;
-    line_len_ = static_cast<std::size_t>(line_end - line_begin_);
+    line_end_ = nullptr;
+    Entry entry;
     if (eof_seen_) {
       // OpenMetrics: exposition = metricset HASH SP eof [ LF ]; nothing may follow.
-      return Fail(line_begin_, "unexpected text after '# EOF'");
+      entry = Fail(line_begin_, "unexpected text after '# EOF'");
+    } else {
+      entry = ParseLine(line_begin_, end_);
     }
-    Entry entry = ParseLine(line_begin_, line_end);
+    // A parsed sample or comment knows where its line ends; after an error
+    // the rest of the line is skipped.
+    const char* line_end = line_end_ != nullptr ? line_end_ : scan::FindNewline(line_begin_, end_);
+    line_len_ = static_cast<std::size_t>(line_end - line_begin_);
+    pos_ = line_end < end_ ? line_end + 1 : end_;
     if (entry == Entry::kComment && format_ == Format::kPrometheusText) continue;
     if (entry == Entry::kEnd) continue;  // blank 0.0.4 line
     return entry;
@@ -281,26 +301,42 @@ Entry Parser::Next() {
   return Entry::kEnd;
 }
 
+// The parse functions below take e = the end of the whole buffer, not of the
+// line: a line ends at '\n' (no token scanner accepts it) or at e. Not finding
+// the line end first saves a pass over every byte.
 Entry Parser::ParseLine(const char* p, const char* e) {
-  if (p == e) {
+  if (AtEol(p, e)) {
+    line_end_ = p;
     if (format_ == Format::kOpenMetrics) return Fail(p, "blank line (not allowed in OpenMetrics)");
     return Entry::kEnd;
   }
   const char c = *p;
-  if (c == '#') return ParseComment(p, e);
+  if (c == '#') return ParseComment(p, scan::FindNewline(p, e));
   if (IsBlank(c)) {
     if (format_ == Format::kOpenMetrics) {
       return Fail(p, "leading whitespace (not allowed in OpenMetrics)");
     }
     const char* q = SkipBlanks(p, e);
-    if (q == e) return Entry::kEnd;            // whitespace-only line: blank
-    if (*q == '#') return ParseComment(q, e);  // the spec allows indented comments
+    if (AtEol(q, e)) {  // whitespace-only line: blank
+      line_end_ = q;
+      return Entry::kEnd;
+    }
+    if (*q == '#') return ParseComment(q, scan::FindNewline(q, e));  // indented comment
     // Prometheus itself reads "   m 1" as an invalid metric name; so do we.
     return Fail(p, "leading whitespace before metric name");
   }
-  if (e[-1] == '\r')
-    return Fail(e - 1, "carriage return before line break (CRLF line endings are not allowed)");
+  if (c == '\r') return FailCarriageReturn(p);
   return ParseSample(p, e);
+}
+
+Entry Parser::FailCarriageReturn(const char* at) {
+  return Fail(at, "carriage return before line break (CRLF line endings are not allowed)");
+}
+
+// A token [v, p) that did not parse: name it, or point at a CRLF line end.
+Entry Parser::FailToken(const char* v, const char* p, const char* what, const char* expected) {
+  if (p > v && p[-1] == '\r') return FailCarriageReturn(p - 1);
+  return Fail(v, std::string("invalid ") + what + " '" + std::string(v, p) + "'" + expected);
 }
 
 Entry Parser::ParseSample(const char* p, const char* e) {
@@ -313,63 +349,55 @@ Entry Parser::ParseSample(const char* p, const char* e) {
   sample_.timestamp_clamped = false;
   sample_.has_exemplar = false;
   p = name_end;
+  sample_.label_text = {};
   if (p < e && *p == '{') {
+    const char* open = p;
     p = ParseLabels(p, e, sample_.labels, label_scratch_);
     if (p == nullptr) return Entry::kError;
+    sample_.label_text = std::string_view(open, static_cast<std::size_t>(p - open));
   }
   // Separator before the value: one SP in OpenMetrics, any run of blanks in 0.0.4.
-  if (p >= e) return Fail(p, "missing value");
+  if (AtEol(p, e)) return Fail(p, "missing value");
   if (om ? *p != ' ' : !IsBlank(*p)) {
     return Fail(p, std::string("expected ' ' before the value, found '") + *p + "'");
   }
   ++p;
   if (!om) p = SkipBlanks(p, e);
   const char* v = p;
-  if (om) {
-    while (p < e && *p != ' ') ++p;
-  } else {
-    while (p < e && !IsBlank(*p)) ++p;
-  }
+  p = om ? ScanToken(p, e) : ScanBlankToken(p, e);
   if (p == v) return Fail(v, "missing value");
   if (!ParseValue(std::string_view(v, static_cast<std::size_t>(p - v)), format_, sample_.value)) {
-    return Fail(v, "invalid value '" + std::string(v, p) + "'");
+    return FailToken(v, p, "value", "");
   }
   if (om) {
-    if (p == e) return Entry::kSample;
+    if (AtEol(p, e)) return Sample(p);
     ++p;  // the ' '
-    if (p < e && *p == '#') {
-      p = ParseExemplar(p, e);
-      return p == nullptr ? Entry::kError : Entry::kSample;
-    }
+    if (p < e && *p == '#') return ParseExemplar(p, e);
     const char* ts = p;
-    while (p < e && *p != ' ') ++p;
-    if (p == ts)
+    p = ScanToken(p, e);
+    if (p == ts) {
       return Fail(ts, "expected timestamp after ' ' (trailing whitespace is not allowed)");
+    }
     if (!ParseTimestamp(std::string_view(ts, static_cast<std::size_t>(p - ts)), format_,
                         sample_.timestamp_ms, sample_.timestamp_clamped)) {
-      return Fail(ts, "invalid timestamp '" + std::string(ts, p) +
-                          "' (OpenMetrics wants seconds as a decimal number)");
+      return FailToken(ts, p, "timestamp", " (OpenMetrics wants seconds as a decimal number)");
     }
-    if (p == e) return Entry::kSample;
+    if (AtEol(p, e)) return Sample(p);
     ++p;
-    if (p < e && *p == '#') {
-      p = ParseExemplar(p, e);
-      return p == nullptr ? Entry::kError : Entry::kSample;
-    }
+    if (p < e && *p == '#') return ParseExemplar(p, e);
     return Fail(p, "expected end of line or an exemplar after the timestamp");
   }
   p = SkipBlanks(p, e);
-  if (p == e) return Entry::kSample;
+  if (AtEol(p, e)) return Sample(p);
   const char* ts = p;
-  while (p < e && !IsBlank(*p)) ++p;
+  p = ScanBlankToken(p, e);
   if (!ParseTimestamp(std::string_view(ts, static_cast<std::size_t>(p - ts)), format_,
                       sample_.timestamp_ms, sample_.timestamp_clamped)) {
-    return Fail(ts, "invalid timestamp '" + std::string(ts, p) +
-                        "' (Prometheus text wants integer milliseconds)");
+    return FailToken(ts, p, "timestamp", " (Prometheus text wants integer milliseconds)");
   }
   p = SkipBlanks(p, e);
-  if (p != e) return Fail(p, "unexpected text after the timestamp");
-  return Entry::kSample;
+  if (!AtEol(p, e)) return Fail(p, "unexpected text after the timestamp");
+  return Sample(p);
 }
 
 const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelView>& labels,
@@ -384,7 +412,7 @@ const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelV
     if (n_end == n) {
       if (p < e && *p == '}') {
         Fail(p, "trailing ',' before '}' (not allowed in OpenMetrics)");
-      } else if (p >= e) {
+      } else if (AtEol(p, e)) {
         Fail(p, "unterminated label set: expected '}'");
       } else {
         Fail(p, "expected label name");
@@ -425,7 +453,7 @@ const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelV
       continue;
     }
     if (p < e && *p == '}') return p + 1;
-    if (p >= e) {
+    if (AtEol(p, e)) {
       Fail(p, "unterminated label set: expected '}'");
     } else {
       Fail(p, std::string("expected ',' or '}' after label value, found '") + *p + "'");
@@ -442,10 +470,13 @@ const char* Parser::ParseLabelValue(const char* p, const char* e, std::string_vi
     value = std::string_view(start, static_cast<std::size_t>(stop - start));
     return stop + 1;
   }
-  // Slow path: find the closing quote that is not escaped, then decode.
+  // Slow path: find the closing quote that is not escaped, then decode. A label
+  // value never spans lines (a line break inside it is written as \n).
   const char* r = stop;
-  while (r < e && *r != '"') r += (*r == '\\' && r + 1 < e) ? 2 : 1;
-  if (r >= e) {
+  while (r < e && *r != '"' && *r != '\n') {
+    r += (*r == '\\' && r + 1 < e && r[1] != '\n') ? 2 : 1;
+  }
+  if (r >= e || *r == '\n') {
     Fail(start - 1, "unterminated label value: missing closing '\"'");
     return nullptr;
   }
@@ -478,54 +509,47 @@ std::string_view Parser::Unescape(std::string_view raw, std::string& out, bool q
   return out;
 }
 
-const char* Parser::ParseExemplar(const char* p, const char* e) {
+Entry Parser::ParseExemplar(const char* p, const char* e) {
   // exemplar = SP HASH SP labels SP number [SP timestamp]
   ExemplarView& ex = sample_.exemplar;
   ex.labels.clear();
   ex.timestamp_ms = kNoTimestamp;
   ++p;  // '#'
-  if (p >= e || *p != ' ') {
-    Fail(p, "expected ' ' after '#' of an exemplar");
-    return nullptr;
-  }
+  if (AtEol(p, e) || *p != ' ') return Fail(p, "expected ' ' after '#' of an exemplar");
   ++p;
-  if (p >= e || *p != '{') {
-    Fail(p, "expected '{' to open the exemplar label set");
-    return nullptr;
-  }
+  if (AtEol(p, e) || *p != '{') return Fail(p, "expected '{' to open the exemplar label set");
   p = ParseLabels(p, e, ex.labels, exemplar_scratch_);
-  if (p == nullptr) return nullptr;
-  if (p >= e || *p != ' ') {
-    Fail(p, "expected ' ' and a value after the exemplar labels");
-    return nullptr;
+  if (p == nullptr) return Entry::kError;
+  if (AtEol(p, e) || *p != ' ') {
+    return Fail(p, "expected ' ' and a value after the exemplar labels");
   }
   ++p;
   const char* v = p;
-  while (p < e && *p != ' ') ++p;
+  p = ScanToken(p, e);
   if (p == v ||
       !ParseValue(std::string_view(v, static_cast<std::size_t>(p - v)), format_, ex.value)) {
-    Fail(v, "invalid exemplar value '" + std::string(v, p) + "'");
-    return nullptr;
+    return FailToken(v, p, "exemplar value", "");
   }
-  if (p < e) {
+  if (!AtEol(p, e)) {
     ++p;
     const char* ts = p;
-    while (p < e && *p != ' ') ++p;
+    p = ScanToken(p, e);
     bool clamped = false;
-    if (p == ts || p != e ||
+    if (p == ts || !AtEol(p, e) ||
         !ParseTimestamp(std::string_view(ts, static_cast<std::size_t>(p - ts)), format_,
                         ex.timestamp_ms, clamped)) {
-      Fail(ts, "invalid exemplar timestamp '" + std::string(ts, e) + "'");
-      return nullptr;
+      return Fail(ts,
+                  "invalid exemplar timestamp '" + std::string(ts, scan::FindNewline(ts, e)) + "'");
     }
   }
   sample_.has_exemplar = true;
-  return p;
+  return Sample(p);
 }
 
-Entry Parser::ParseComment(const char* p, const char* e) {
-  return format_ == Format::kOpenMetrics ? ParseOpenMetricsComment(p, e)
-                                         : ParsePrometheusComment(p, e);
+Entry Parser::ParseComment(const char* p, const char* line_end) {
+  line_end_ = line_end;
+  return format_ == Format::kOpenMetrics ? ParseOpenMetricsComment(p, line_end)
+                                         : ParsePrometheusComment(p, line_end);
 }
 
 namespace {

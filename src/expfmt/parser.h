@@ -67,8 +67,15 @@ class Parser {
                           std::deque<std::string>& scratch);
   const char* ParseLabelValue(const char* p, const char* e, std::string_view& value,
                               std::string& scratch);
-  const char* ParseExemplar(const char* p, const char* e);
+  Entry ParseExemplar(const char* p, const char* e);
   Entry Fail(const char* at, std::string message);
+  Entry FailCarriageReturn(const char* at);
+  Entry FailToken(const char* v, const char* p, const char* what, const char* expected);
+  // A sample ends at `line_end` ('\n' or the end of the buffer).
+  Entry Sample(const char* line_end) {
+    line_end_ = line_end;
+    return Entry::kSample;
+  }
   // Decodes escapes of `raw` into `out` and returns a view of it.
   static std::string_view Unescape(std::string_view raw, std::string& out, bool quote_escape);
 
@@ -76,6 +83,7 @@ class Parser {
   const char* pos_ = nullptr;
   const char* end_ = nullptr;
   const char* line_begin_ = nullptr;
+  const char* line_end_ = nullptr;  // set once the current line's end is known
   std::size_t line_len_ = 0;
   std::uint64_t line_no_ = 0;
   std::uint64_t next_line_no_ = 1;

@@ -57,6 +57,10 @@ struct ExemplarView {
 struct SampleView {
   std::string_view name;
   std::vector<LabelView> labels;
+  // The raw label block as written, braces included ("" without braces). Two
+  // samples with the same raw block have the same labels; validators use it
+  // to cache label-set hashes.
+  std::string_view label_text;
   double value = 0;
   std::int64_t timestamp_ms = kNoTimestamp;  // kNoTimestamp when absent
   bool timestamp_clamped = false;            // OM timestamp outside int64 ms range

@@ -132,7 +132,27 @@ std::uint64_t HashSeries(std::string_view name, const std::vector<LabelView>& la
   return XXH3_64bits_withSeed(name.data(), name.size(), HashLabels(labels, {}));
 }
 
-Validator::Validator(Format format) : format_(format) {}
+std::uint64_t Validator::LabelsHash(const SampleView& s) {
+  if (s.label_text.empty()) return HashLabels(s.labels, {});
+  // Exporters print the same label block for a GPU in every family (and the
+  // same block at every tick of a recording): hash the raw bytes once, and
+  // look up the order-independent hash computed the first time.
+  const std::uint64_t raw =
+      FlatHashMap<std::uint64_t>::NonZero(XXH3_64bits(s.label_text.data(), s.label_text.size()));
+  if (const std::uint64_t* cached = label_hash_cache_.Find(raw)) return *cached;
+  if (label_hash_cache_.size() >= kLabelHashCacheSize) label_hash_cache_.Clear();
+  bool inserted = false;
+  std::uint64_t& slot = label_hash_cache_.FindOrInsert(raw, inserted);
+  slot = HashLabels(s.labels, {});
+  return slot;
+}
+
+Validator::Validator(Format format) : format_(format) {
+  // Sized for a large scrape; bigger inputs grow the tables as they go.
+  families_.reserve(256);
+  series_.Reserve(2048);
+  label_hash_cache_.Reserve(1024);
+}
 
 std::vector<Violation> Validator::TakeDeferred() {
   std::vector<Violation> out;
@@ -323,11 +343,12 @@ bool Validator::OnSample(const SampleView& s, std::uint64_t line, Violation& v) 
   Family& f = families_[static_cast<std::size_t>(index)];
   f.has_samples = true;
   f.all_timestamped = f.all_timestamped && s.has_timestamp();
+  const std::uint64_t labels_hash = LabelsHash(s);
   if (format_ == Format::kOpenMetrics) {
     if (!CheckSampleValue(f, suffix, s, v)) return false;
-    if (!CheckGroup(f, suffix, s, line, v)) return false;
+    if (!CheckGroup(f, suffix, s, labels_hash, line, v)) return false;
   }
-  if (!TrackSeries(s, v)) return false;
+  if (!TrackSeries(s, labels_hash, v)) return false;
   ++stats_.samples;
   if (s.has_timestamp()) {
     if (stats_.timestamped_samples == 0 || s.timestamp_ms < stats_.min_timestamp_ms) {
@@ -341,10 +362,10 @@ bool Validator::OnSample(const SampleView& s, std::uint64_t line, Violation& v) 
   return true;
 }
 
-bool Validator::TrackSeries(const SampleView& s, Violation& v) {
+bool Validator::TrackSeries(const SampleView& s, std::uint64_t labels_hash, Violation& v) {
   bool inserted = false;
-  SeriesState& st = series_.FindOrInsert(
-      FlatHashMap<SeriesState>::NonZero(HashSeries(s.name, s.labels)), inserted);
+  const std::uint64_t series = XXH3_64bits_withSeed(s.name.data(), s.name.size(), labels_hash);
+  SeriesState& st = series_.FindOrInsert(FlatHashMap<SeriesState>::NonZero(series), inserted);
   if (inserted) {
     ++stats_.series;
     st.last_ts = s.timestamp_ms;
@@ -473,7 +494,7 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
 }
 
 bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView& s,
-                           std::uint64_t line, Violation& v) {
+                           std::uint64_t labels_hash, std::uint64_t line, Violation& v) {
   std::string_view skip;
   if (suffix == "_bucket")
     skip = "le";
@@ -481,7 +502,13 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
     skip = "quantile";
   else if (f.type == MetricType::kStateSet)
     skip = f.name;
-  const std::uint64_t group = HashLabels(s.labels, skip);
+  // The label-set hash is a sum, so leaving a label out is a subtraction.
+  std::uint64_t group = labels_hash;
+  if (!skip.empty()) {
+    for (const LabelView& l : s.labels) {
+      if (l.name == skip && !l.value.empty()) group -= HashLabel(l);
+    }
+  }
   if (!f.has_current_group || f.current_group != group) {
     ClosePoint(f);
     f.current_group = group;

@@ -61,6 +61,8 @@ struct Violation {
 // Order-independent hash of a label set; labels with empty values are skipped
 // (Prometheus drops them). `skip` names one label to leave out (may be empty).
 std::uint64_t HashLabels(const std::vector<LabelView>& labels, std::string_view skip);
+// The hash of one label (a term of HashLabels' sum).
+std::uint64_t HashLabel(const LabelView& label);
 std::uint64_t HashSeries(std::string_view name, const std::vector<LabelView>& labels);
 
 class Validator {
@@ -130,13 +132,15 @@ class Validator {
   int NewFamily(std::string_view name, Violation& v);
   bool RegisterSampleNames(int family, Violation& v);
   bool CheckSampleValue(Family& f, std::string_view suffix, const SampleView& s, Violation& v);
-  bool CheckGroup(Family& f, std::string_view suffix, const SampleView& s, std::uint64_t line,
-                  Violation& v);
+  bool CheckGroup(Family& f, std::string_view suffix, const SampleView& s,
+                  std::uint64_t labels_hash, std::uint64_t line, Violation& v);
   bool AddToPoint(Family& f, std::string_view suffix, const SampleView& s, std::uint64_t line,
                   Violation& v);
   void ClosePoint(Family& f);
   void SwitchTo(int family);
-  bool TrackSeries(const SampleView& s, Violation& v);
+  bool TrackSeries(const SampleView& s, std::uint64_t labels_hash, Violation& v);
+  // HashLabels(s.labels, {}), cached by the raw label block.
+  std::uint64_t LabelsHash(const SampleView& s);
 
   Format format_;
   std::vector<Family> families_;
@@ -150,6 +154,8 @@ class Validator {
   NameMap family_by_name_;
   NameMap family_by_sample_name_;
   FlatHashMap<SeriesState> series_;
+  static constexpr std::size_t kLabelHashCacheSize = 1 << 14;
+  FlatHashMap<std::uint64_t> label_hash_cache_;
   ExpositionStats stats_;
   std::vector<Violation> deferred_;
 };
