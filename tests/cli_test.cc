@@ -162,4 +162,29 @@ TEST_F(CliTest, ExplainThrottleAndXid) {
   EXPECT_EQ(Run("explain-xid -4").exit_code, 3);
 }
 
+// Ground truth from the trace's README: SW power cap holds on the training half
+// (GPUs 4-7) of the e2 run and never on the inference half (GPUs 0-3).
+TEST_F(CliTest, SummarizeRecordingShowsWhichGpusWereThrottled) {
+  const std::string out = (dir_ / "e2.om.gz").string();
+  RunResult r = Run("import dcgm-csv " +
+                    Shared("data/gpu-traces/atharvanihalani-gpu-telemetry-exploration/"
+                           "e2_telemetry.csv") +
+                    " -o " + out + " --hostname node-e2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run("summarize " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("a recording of 307.2 s"));
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    const std::string row = "node-e2/" + std::to_string(gpu) + " ";
+    const std::size_t at = r.out.find(row);
+    ASSERT_NE(at, std::string::npos) << row;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    if (gpu < 4) {
+      EXPECT_THAT(line, ::testing::ContainsRegex(" 0% ")) << line;
+    } else {
+      EXPECT_THAT(line, ::testing::ContainsRegex(" (8[0-9]|9[0-9])% sw_power_cap")) << line;
+    }
+  }
+}
+
 }  // namespace

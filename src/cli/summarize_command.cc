@@ -2,12 +2,14 @@
 // each GPU, in a table a person reads in ten seconds.
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
 #include "cli/command.h"
+#include "dcgm/throttle.h"
 #include "expfmt/reader.h"
 #include "telemetry/gpu_snapshot.h"
 
@@ -33,11 +35,44 @@ constexpr Column kColumns[] = {
     {"DRAM ACT", "DCGM_FI_PROF_DRAM_ACTIVE", 2}, {"FB USED MiB", "DCGM_FI_DEV_FB_USED", 0},
 };
 
-std::string Cell(const telemetry::GpuState& g, const Column& c) {
-  auto v = g.Get(c.metric);
-  if (!v) return "-";
+// A scrape shows the value; a recording (timestamps) shows the mean over it.
+std::string Cell(const telemetry::GpuState& g, const Column& c, bool recording) {
+  const telemetry::MetricStats* st = g.Stats(c.metric);
+  if (st == nullptr || st->count + st->nan == 0) return "-";
+  if (st->count == 0) return "NaN";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", c.decimals, *v);
+  std::snprintf(buf, sizeof buf, "%.*f", c.decimals, recording ? st->mean() : st->last);
+  return buf;
+}
+
+// Harmful clock-event reasons: those set now (scrape), or the share of samples
+// with any of them and the commonest one (recording).
+std::string ThrottleCell(const telemetry::GpuState& g, bool recording) {
+  if (g.throttle_masks.empty()) return "-";
+  if (!recording) {
+    const std::uint64_t mask = g.throttle_masks.rbegin()->first;
+    std::string out;
+    for (const dcgm::ClockEventReason* r : dcgm::DecodeThrottleReasons(mask).reasons) {
+      if (r->impact != dcgm::ClockEventImpact::kHarmful) continue;
+      if (!out.empty()) out += ",";
+      out += r->name;
+    }
+    return out.empty() ? "none" : out;
+  }
+  const double share = g.ThrottleShare(dcgm::kHarmfulClockEventBits).value_or(0);
+  std::string_view top;
+  double top_share = 0;
+  for (const dcgm::ClockEventReason& r : dcgm::AllClockEventReasons()) {
+    if (r.impact != dcgm::ClockEventImpact::kHarmful) continue;
+    const double s = g.ThrottleShare(r.bit).value_or(0);
+    if (s > top_share) {
+      top_share = s;
+      top = r.name;
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f%%%s%.*s", share * 100.0, top.empty() ? "" : " ",
+                static_cast<int>(top.size()), top.data());
   return buf;
 }
 
@@ -59,13 +94,24 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& [key, g] : snapshot.gpus()) {
       nlohmann::json metrics = nlohmann::json::object();
-      for (const auto& [name, value] : g.latest) metrics[name] = value;
+      for (const auto& [name, st] : g.metrics) {
+        auto num = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
+        metrics[name] = {{"last", num(st.last)},
+                         {"mean", st.count ? num(st.mean()) : nlohmann::json()},
+                         {"min", st.count ? num(st.min) : nlohmann::json()},
+                         {"max", st.count ? num(st.max) : nlohmann::json()},
+                         {"samples", st.count},
+                         {"nan_samples", st.nan}};
+      }
+      nlohmann::json throttle = nlohmann::json::object();
+      for (const auto& [mask, n] : g.throttle_masks) throttle[dcgm::FormatMaskHex(mask)] = n;
       gpus.push_back({{"gpu", key.Id()},
                       {"uuid", g.uuid},
                       {"model", g.model},
                       {"pci_bus_id", g.pci_bus_id},
                       {"pod", g.pod},
-                      {"metrics", metrics}});
+                      {"metrics", metrics},
+                      {"throttle_reasons", throttle}});
     }
     ctx.out << nlohmann::json{{"file", report->name},
                               {"format", expfmt::FormatName(report->format)},
@@ -76,9 +122,19 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
                    .dump(2)
             << "\n";
   } else {
+    const bool recording = report->stats.timestamped_samples > 0;
     ctx.out << report->name << ": " << snapshot.gpus().size() << " GPU(s), " << report->stats.series
             << " series, " << report->stats.samples << " samples ("
-            << expfmt::FormatName(report->format) << ")\n";
+            << expfmt::FormatName(report->format) << ")";
+    if (recording) {
+      char span[80];
+      std::snprintf(
+          span, sizeof span, "; a recording of %.1f s: values are means over it",
+          static_cast<double>(report->stats.max_timestamp_ms - report->stats.min_timestamp_ms) /
+              1000.0);
+      ctx.out << span;
+    }
+    ctx.out << "\n";
     char line[256];
     std::snprintf(line, sizeof line, "%-22s %-24s", "GPU", "MODEL");
     ctx.out << line;
@@ -86,16 +142,18 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
       std::snprintf(line, sizeof line, " %11s", c.header);
       ctx.out << line;
     }
-    ctx.out << "  POD\n";
+    std::snprintf(line, sizeof line, "  %-22s", recording ? "THROTTLED (harmful)" : "THROTTLE");
+    ctx.out << line << "  POD\n";
     for (const auto& [key, g] : snapshot.gpus()) {
       std::snprintf(line, sizeof line, "%-22s %-24s", key.Id().c_str(),
                     g.model.empty() ? "-" : g.model.c_str());
       ctx.out << line;
       for (const Column& c : kColumns) {
-        std::snprintf(line, sizeof line, " %11s", Cell(g, c).c_str());
+        std::snprintf(line, sizeof line, " %11s", Cell(g, c, recording).c_str());
         ctx.out << line;
       }
-      ctx.out << "  " << (g.pod.empty() ? "-" : g.pod) << "\n";
+      std::snprintf(line, sizeof line, "  %-22s", ThrottleCell(g, recording).c_str());
+      ctx.out << line << "  " << (g.pod.empty() ? "-" : g.pod) << "\n";
     }
     ctx.out << "(\"-\" = no data: the exporter did not report that field)\n";
   }

@@ -70,6 +70,20 @@ TEST(ParserTest, PrometheusRejectsWhatPrometheusRejects) {
   }
 }
 
+TEST(ParserTest, LabelValueNeverSpansLines) {
+  // Found by libFuzzer: an unterminated value must not run into later lines,
+  // even when a quote and an escape follow further down.
+  Parser p("m{a=\"unterminated and long enough for the SIMD path\nb 2\nc{x=\"\\n\"} 3\n",
+           Format::kPrometheusText);
+  ASSERT_EQ(p.Next(), Entry::kError);
+  EXPECT_EQ(p.error().line, 1u);
+  EXPECT_NE(p.error().message.find("unterminated label value"), std::string::npos);
+  ASSERT_EQ(p.Next(), Entry::kSample);
+  EXPECT_EQ(p.sample().name, "b");
+  ASSERT_EQ(p.Next(), Entry::kSample);
+  EXPECT_EQ(p.sample().labels[0].value, "\n");
+}
+
 TEST(ParserTest, ContinuesAfterAnError) {
   Parser p("m{ 1\nok 2\n", Format::kPrometheusText);
   EXPECT_EQ(p.Next(), Entry::kError);

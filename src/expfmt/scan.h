@@ -43,20 +43,26 @@ inline const char* SkipNameChars(const char* p, const char* e, bool allow_colon)
   return p;
 }
 
-// First '"', '\\' or non-ASCII byte: the end of a plain label value.
+// First '"', '\\', '\n' or non-ASCII byte: the end of a plain label value (a
+// label value never spans lines).
 inline const char* FindQuoteOrSpecial(const char* p, const char* e) {
 #if defined(__SSE2__)
   const __m128i kQuote = _mm_set1_epi8('"');
   const __m128i kBackslash = _mm_set1_epi8('\\');
+  const __m128i kNl = _mm_set1_epi8('\n');
   while (e - p >= 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const int hit = _mm_movemask_epi8(
-        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, kQuote), _mm_cmpeq_epi8(v, kBackslash)), v));
+    const __m128i special =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, kQuote), _mm_cmpeq_epi8(v, kBackslash)),
+                     _mm_cmpeq_epi8(v, kNl));
+    const int hit = _mm_movemask_epi8(_mm_or_si128(special, v));
     if (hit != 0) return p + __builtin_ctz(static_cast<unsigned>(hit));
     p += 16;
   }
 #endif
-  while (p < e && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) < 0x80) ++p;
+  while (p < e && *p != '"' && *p != '\\' && *p != '\n' && static_cast<unsigned char>(*p) < 0x80) {
+    ++p;
+  }
   return p;
 }
 

@@ -1,11 +1,29 @@
 #include "telemetry/gpu_snapshot.h"
 
+#include <cmath>
+
 namespace gpucanary::telemetry {
 
 std::optional<double> GpuState::Get(std::string_view metric) const {
-  auto it = latest.find(metric);
-  if (it == latest.end()) return std::nullopt;
-  return it->second;
+  const MetricStats* st = Stats(metric);
+  if (st == nullptr || st->count + st->nan == 0) return std::nullopt;
+  return st->last;
+}
+
+const MetricStats* GpuState::Stats(std::string_view metric) const {
+  auto it = metrics.find(metric);
+  return it == metrics.end() ? nullptr : &it->second;
+}
+
+std::optional<double> GpuState::ThrottleShare(std::uint64_t bits) const {
+  std::uint64_t total = 0;
+  std::uint64_t hit = 0;
+  for (const auto& [mask, n] : throttle_masks) {
+    total += n;
+    if ((mask & bits) != 0) hit += n;
+  }
+  if (total == 0) return std::nullopt;
+  return static_cast<double>(hit) / static_cast<double>(total);
 }
 
 std::string_view HostOf(const expfmt::SampleView& sample) {
@@ -31,11 +49,31 @@ void GpuSnapshot::Add(const expfmt::SampleView& sample) {
     auto pod = sample.Label("pod");
     if (pod && !pod->empty()) g.pod = std::string(ns.value_or("")) + "/" + std::string(*pod);
   }
-  // The later sample wins: readers validate that each series is in time order.
-  if (sample.has_timestamp() && sample.timestamp_ms > g.last_timestamp_ms) {
-    g.last_timestamp_ms = sample.timestamp_ms;
+  if (sample.has_timestamp()) {
+    if (g.first_timestamp_ms == expfmt::kNoTimestamp ||
+        sample.timestamp_ms < g.first_timestamp_ms) {
+      g.first_timestamp_ms = sample.timestamp_ms;
+    }
+    if (sample.timestamp_ms > g.last_timestamp_ms) g.last_timestamp_ms = sample.timestamp_ms;
   }
-  g.latest.insert_or_assign(std::string(sample.name), sample.value);
+  auto it = g.metrics.find(sample.name);
+  if (it == g.metrics.end()) it = g.metrics.emplace(std::string(sample.name), MetricStats{}).first;
+  MetricStats& st = it->second;
+  // The later sample is the latest: readers validate each series' time order.
+  st.last = sample.value;
+  if (std::isnan(sample.value)) {
+    ++st.nan;
+  } else {
+    if (st.count == 0 || sample.value < st.min) st.min = sample.value;
+    if (st.count == 0 || sample.value > st.max) st.max = sample.value;
+    st.sum += sample.value;
+    ++st.count;
+  }
+  if ((sample.name == "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" ||
+       sample.name == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS") &&
+      sample.value >= 0 && sample.value < 1.8e19) {
+    ++g.throttle_masks[static_cast<std::uint64_t>(sample.value)];
+  }
   ++g.samples;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Groups dcgm-exporter samples by GPU: the latest value of every metric per GPU,
-// with the GPU's identity labels. A GPU is "<hostname>/<gpu index>" (DESIGN.md
-// §3), with the host taken from `Hostname` (dcgm-exporter <= 4.5.3-4.8.2) or
+// Groups dcgm-exporter samples by GPU: per GPU and metric the latest value and
+// statistics over everything read (a scrape, or a whole recording), plus the
+// distribution of the throttle bitmask, with the GPU's identity labels. A GPU is "<hostname>/<gpu
+// index>" (DESIGN.md §3), with the host taken from `Hostname` (dcgm-exporter <= 4.5.3-4.8.2) or
 // `hostname` (later), and "-" when a scrape carries neither (`-n` exporters).
 //
 // Series without a `gpu` label (exporter-level or node-level metrics) are kept
@@ -32,16 +33,37 @@ struct GpuKey {
   }
 };
 
+// Every value a metric took on one GPU, summarised. NaN samples are counted
+// apart and kept out of min/max/mean.
+struct MetricStats {
+  double last = 0;
+  double min = 0;
+  double max = 0;
+  double sum = 0;
+  std::uint64_t count = 0;  // non-NaN samples
+  std::uint64_t nan = 0;
+
+  double mean() const { return count == 0 ? 0 : sum / static_cast<double>(count); }
+};
+
 struct GpuState {
   std::string uuid;
   std::string model;
   std::string pci_bus_id;
   std::string pod;  // "namespace/pod" when Kubernetes attributes are present
-  std::map<std::string, double, std::less<>> latest;  // metric name -> latest value
+  std::map<std::string, MetricStats, std::less<>> metrics;
+  // Clock-event ("throttle") reason bitmask value -> samples with that value,
+  // from DCGM_FI_DEV_CLOCK_THROTTLE_REASONS or its DCGM 4.6 name.
+  std::map<std::uint64_t, std::uint64_t> throttle_masks;
+  std::int64_t first_timestamp_ms = expfmt::kNoTimestamp;
   std::int64_t last_timestamp_ms = expfmt::kNoTimestamp;
   std::uint64_t samples = 0;
 
+  // The latest value of `metric`, or nullopt when the GPU never reported it.
   std::optional<double> Get(std::string_view metric) const;
+  const MetricStats* Stats(std::string_view metric) const;
+  // Share of throttle-bitmask samples with any bit of `bits` set (nullopt: none).
+  std::optional<double> ThrottleShare(std::uint64_t bits) const;
 };
 
 // Returns the host of a sample: `hostname`, else `Hostname`, else "-".

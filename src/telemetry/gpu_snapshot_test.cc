@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "expfmt/reader.h"
 
 namespace gpucanary::telemetry {
@@ -35,6 +37,41 @@ TEST(GpuSnapshotTest, HostLabelCaseAndOrdering) {
   snap.Add(b);
   ASSERT_EQ(snap.gpus().size(), 2u);
   EXPECT_EQ(snap.gpus().begin()->first.Id(), "n2/2");  // numeric order, both label spellings
+}
+
+TEST(GpuSnapshotTest, RecordingStatisticsAndThrottleShare) {
+  GpuSnapshot snap;
+  expfmt::SampleView s;
+  s.labels = {{"gpu", "0"}, {"Hostname", "node-4"}};
+  const double clocks[] = {1980, 1980, 1050, 1050};
+  const double masks[] = {0, 0, 136, 136};  // 0x88: HW slowdown + power brake
+  for (int t = 0; t < 4; ++t) {
+    s.timestamp_ms = 1000 * (t + 1);
+    s.name = "DCGM_FI_DEV_SM_CLOCK";
+    s.value = clocks[t];
+    snap.Add(s);
+    s.name = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS";
+    s.value = masks[t];
+    snap.Add(s);
+  }
+  s.name = "DCGM_FI_PROF_DRAM_ACTIVE";
+  s.value = std::nan("");
+  snap.Add(s);
+  const GpuState& g = snap.gpus().begin()->second;
+  const MetricStats* clock = g.Stats("DCGM_FI_DEV_SM_CLOCK");
+  ASSERT_NE(clock, nullptr);
+  EXPECT_EQ(clock->min, 1050);
+  EXPECT_EQ(clock->max, 1980);
+  EXPECT_DOUBLE_EQ(clock->mean(), 1515);
+  EXPECT_EQ(g.Get("DCGM_FI_DEV_SM_CLOCK"), 1050.0);
+  EXPECT_EQ(g.ThrottleShare(0x80), 0.5);
+  EXPECT_EQ(g.ThrottleShare(0x04), 0.0);
+  EXPECT_EQ(g.first_timestamp_ms, 1000);
+  EXPECT_EQ(g.last_timestamp_ms, 4000);
+  // A NaN is reported as such, not averaged, and not "no data".
+  EXPECT_EQ(g.Stats("DCGM_FI_PROF_DRAM_ACTIVE")->nan, 1u);
+  EXPECT_EQ(g.Stats("DCGM_FI_PROF_DRAM_ACTIVE")->count, 0u);
+  EXPECT_FALSE(g.Get("DCGM_FI_DEV_POWER_USAGE").has_value());
 }
 
 }  // namespace
