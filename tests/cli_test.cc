@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -22,7 +23,9 @@ struct RunResult {
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 class CliTest : public ::testing::Test {

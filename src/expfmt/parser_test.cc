@@ -105,7 +105,12 @@ TEST(ParserTest, EscapedValuesStayValidAcrossManyLabels) {
   std::string line = "m{";
   for (int i = 0; i < 40; ++i) {
     if (i) line += ",";
-    line += "l" + std::to_string(i) + "=\"v\\\\" + std::to_string(i) + "\"";
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "l" + to_string.
+    line += 'l';
+    line += std::to_string(i);
+    line += "=\"v\\\\";
+    line += std::to_string(i);
+    line += '"';
   }
   line += "} 1\n";
   Parser p(line, Format::kPrometheusText);
