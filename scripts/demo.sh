@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first README command: installs what is needed, builds gpucanary (release)
-# and runs the main job on real data: checking and summarising real
-# dcgm-exporter scrapes from ../shared/data.
+# and runs the main job on real data from ../shared/data: checking and
+# summarising real dcgm-exporter scrapes, and importing a real DCGM trace into
+# a recorded telemetry file that shows which GPUs were power-capped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,9 +22,18 @@ echo "== gpucanary summarize: 8x H100 node running vLLM (GPU Operator scrape) ==
 echo
 echo "== gpucanary summarize: L4 with the default counters =="
 "$bin" summarize "$shared/data/dcgm-samples/l4-default-counters-kops.txt"
-if "$bin" explain-throttle --help >/dev/null 2>&1; then
-  echo
-  echo "== what the throttle bitmask and XIDs mean =="
-  "$bin" explain-throttle 0x88
-  "$bin" explain-xid 79
-fi
+echo
+echo "== what the throttle bitmask and XIDs mean =="
+"$bin" explain-throttle 0x88
+"$bin" explain-xid 79
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+echo
+echo "== gpucanary import: a real 10 Hz DCGM trace of 8x H100 (inference on GPUs 0-3, training on 4-7) =="
+"$bin" import dcgm-csv "$shared/data/gpu-traces/atharvanihalani-gpu-telemetry-exploration/e2_telemetry.csv" \
+  -o "$out/e2.om.gz" --hostname h100-node
+"$bin" check "$out/e2.om.gz"
+echo
+echo "== gpucanary summarize: which GPUs were held back, and by what =="
+"$bin" summarize "$out/e2.om.gz"

@@ -155,7 +155,7 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
       std::snprintf(line, sizeof line, "  %-22s", ThrottleCell(g, recording).c_str());
       ctx.out << line << "  " << (g.pod.empty() ? "-" : g.pod) << "\n";
     }
-    ctx.out << "(\"-\" = no data: the exporter did not report that field)\n";
+    ctx.out << "(\"-\" = no data: the source did not report that field)\n";
   }
   ctx.exit_code = report->ok() ? kExitOk : kExitBadInput;
 }
