@@ -3,13 +3,13 @@
 // exit 0 when every file is valid, 3 otherwise.
 
 #include <CLI/CLI.hpp>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "core/time_format.h"
 #include "expfmt/reader.h"
 
 namespace gpucanary::cli {
@@ -21,17 +21,6 @@ struct CheckArgs {
   std::string output = "text";
   std::size_t max_errors = 20;
 };
-
-std::string IsoTime(std::int64_t ms) {
-  const std::time_t secs = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  const auto millis = static_cast<int>(ms - static_cast<std::int64_t>(secs) * 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-  return buf;
-}
 
 std::string Summary(const expfmt::ReadReport& r) {
   const auto& s = r.stats;
@@ -45,7 +34,8 @@ std::string Summary(const expfmt::ReadReport& r) {
     char span[32];
     std::snprintf(span, sizeof span, "%.3f",
                   static_cast<double>(s.max_timestamp_ms - s.min_timestamp_ms) / 1000.0);
-    out += IsoTime(s.min_timestamp_ms) + " .. " + IsoTime(s.max_timestamp_ms) + " (" + span + " s)";
+    out += FormatUtcMillis(s.min_timestamp_ms) + " .. " + FormatUtcMillis(s.max_timestamp_ms) +
+           " (" + span + " s)";
   }
   if (s.duplicate_samples > 0) {
     out += ", " + std::to_string(s.duplicate_samples) + " duplicate samples (first kept)";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/time_format.h"
 
 namespace gpucanary::importers {
 
@@ -71,9 +72,6 @@ Result<int> ParseUtcOffset(std::string_view text);
 
 // The default Hostname for `input_path`, see ImportOptions::hostname.
 std::string DefaultHostname(std::string_view input_path);
-
-// "2023-08-24T14:40:32.680Z".
-std::string FormatUtcMillis(std::int64_t timestamp_ms);
 
 // A few lines for people: rows, samples, columns, GPUs, time range, skipped rows
 // and phases. Every line ends with '\n'.
