@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The second README command: installs what is needed, builds gpucanary with
-# AddressSanitizer + UndefinedBehaviorSanitizer, runs the whole test suite
-# (unit, conformance, integration, fuzz-corpus replay, benchmark smoke runs),
-# then fuzzes the exposition parser with libFuzzer for a short while.
+# The second README command: installs what is needed, checks formatting,
+# builds gpucanary with AddressSanitizer + UndefinedBehaviorSanitizer, runs the
+# whole test suite (unit, conformance, integration, fuzz-corpus replay,
+# benchmark smoke runs), runs clang-tidy, then fuzzes each fuzz target with
+# libFuzzer for a short while.
 # Exit status is non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,9 @@ jobs=$(nproc)
 cmake --preset asan
 cmake --build build/asan -j "$jobs"
 ctest --preset asan -j "$jobs"
+
+# Static analysis (.clang-tidy, warnings are errors).
+bash scripts/lint.sh 2>&1 | grep -v 'warnings generated' || exit 1
 
 # libFuzzer runs (clang), one per fuzz target: new inputs go to a scratch
 # directory, never into the repo. A crash makes libFuzzer exit non-zero (and

@@ -6,8 +6,13 @@
 
 #include "cli/command.h"
 
-int main(int argc, char** argv) {
-  using namespace gpucanary::cli;
+namespace {
+
+using gpucanary::cli::CommandContext;
+using gpucanary::cli::kExitBadInput;
+
+int Run(int argc, char** argv) {
+  using namespace gpucanary::cli;  // NOLINT(google-build-using-namespace): the Register* list
   CommandContext ctx{std::cout, std::cerr};
   CLI::App app{"gpucanary: joins GPU telemetry to releases and catches regressions at canary time",
                "gpucanary"};
@@ -32,4 +37,17 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   return ctx.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Subcommands report errors as values; an exception reaching here is a bug
+  // (or out of memory): say so on one line instead of terminate()'s abort.
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "gpucanary: internal error: " << e.what() << "\n";
+    return 70;  // EX_SOFTWARE
+  }
 }

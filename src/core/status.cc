@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 
 namespace gpucanary {
 
@@ -42,6 +43,8 @@ Status Status::WithPrefix(std::string_view prefix) const {
   msg += message_;
   return Status(code_, std::move(msg));
 }
+
+std::string ErrnoMessage(int error_number) { return std::generic_category().message(error_number); }
 
 void CheckFailed(const char* file, int line, const char* expr, std::string_view msg) {
   std::fprintf(stderr, "gpucanary: internal invariant failed at %s:%d: %s: %.*s\n", file, line,

@@ -65,6 +65,9 @@ inline tl::unexpected<Status> Error(Status status) {
   return tl::unexpected<Status>(std::move(status));
 }
 
+// The text of an errno value, thread-safe (unlike std::strerror).
+std::string ErrnoMessage(int error_number);
+
 [[noreturn]] void CheckFailed(const char* file, int line, const char* expr, std::string_view msg);
 
 }  // namespace gpucanary

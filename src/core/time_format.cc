@@ -6,7 +6,13 @@
 namespace gpucanary {
 
 std::string FormatUtcMillis(std::int64_t timestamp_ms) {
-  using namespace std::chrono;
+  using std::chrono::days;
+  using std::chrono::floor;
+  using std::chrono::hh_mm_ss;
+  using std::chrono::milliseconds;
+  using std::chrono::sys_days;
+  using std::chrono::sys_time;
+  using std::chrono::year_month_day;
   const sys_time<milliseconds> time{milliseconds(timestamp_ms)};
   const sys_days day = floor<days>(time);
   const year_month_day ymd{day};

@@ -14,7 +14,7 @@ namespace {
 
 bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
 
-std::string ErrnoText() { return std::strerror(errno); }
+std::string ErrnoText() { return ErrnoMessage(errno); }
 
 // Byte source over a plain file, gzip file or stdin. zlib's gzread reads plain
 // files transparently, which is what we use for everything but stdin (whose
@@ -23,7 +23,7 @@ class Source {
  public:
   virtual ~Source() = default;
   // Reads up to n bytes; 0 at end of input; -1 on error (message in error()).
-  virtual long Read(char* buf, std::size_t n) = 0;
+  virtual std::int64_t Read(char* buf, std::size_t n) = 0;
   virtual std::string error() const = 0;
 };
 
@@ -31,7 +31,7 @@ class GzSource final : public Source {
  public:
   explicit GzSource(gzFile f) : f_(f) { gzbuffer(f_, 256 * 1024); }
   ~GzSource() override { gzclose(f_); }
-  long Read(char* buf, std::size_t n) override {
+  std::int64_t Read(char* buf, std::size_t n) override {
     const int got = gzread(f_, buf, static_cast<unsigned>(n));
     return got;
   }
@@ -81,7 +81,7 @@ Result<std::string> ReadTail(const std::string& path, bool gzip) {
   std::string window;
   std::vector<char> buf(1 << 20);
   for (;;) {
-    const long got = (*src)->Read(buf.data(), buf.size());
+    const std::int64_t got = (*src)->Read(buf.data(), buf.size());
     if (got < 0) return Error(StatusCode::kIoError, path + ": " + (*src)->error());
     if (got == 0) break;
     window.append(buf.data(), static_cast<std::size_t>(got));
@@ -231,7 +231,7 @@ Result<ReadReport> ReadFile(const std::string& path, const ReadOptions& options,
       }
       buf.resize(buf.size() * 2);
     }
-    const long got = src->Read(buf.data() + have, buf.size() - have);
+    const std::int64_t got = src->Read(buf.data() + have, buf.size() - have);
     if (got < 0) return Error(StatusCode::kIoError, path + ": " + src->error());
     const bool eof = got == 0;
     have += static_cast<std::size_t>(got);

@@ -8,10 +8,12 @@
 #include <cstring>
 #include <utility>
 
+#include "core/status.h"
+
 namespace gpucanary::importers {
 namespace {
 
-constexpr size_t kInitialBufferBytes = 256 * 1024;
+constexpr size_t kInitialBufferBytes = size_t{256} * 1024;
 
 gzFile AsGz(void* gz) { return static_cast<gzFile>(gz); }
 
@@ -30,8 +32,8 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) {
   if (gz == nullptr) {
     const int error_number = errno;
     return Error(error_number == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
-                 "cannot open '" + path +
-                     "': " + (error_number ? std::strerror(error_number) : "zlib error"));
+                 "cannot open '" + path + "': " +
+                     (error_number ? ErrnoMessage(error_number) : std::string("zlib error")));
   }
   gzbuffer(gz, 256 * 1024);
   return std::unique_ptr<LineReader>(new LineReader(path == "-" ? "<stdin>" : path, gz));
@@ -102,7 +104,7 @@ Status LineReader::Fill() {
   int zlib_error = Z_OK;
   const char* message = gzerror(AsGz(gz_), &zlib_error);
   if (n < 0 || (zlib_error != Z_OK && zlib_error != Z_STREAM_END)) {
-    std::string why = zlib_error == Z_ERRNO       ? std::strerror(errno)
+    std::string why = zlib_error == Z_ERRNO       ? ErrnoMessage(errno)
                       : zlib_error == Z_BUF_ERROR ? "truncated gzip stream"
                                                   : std::string(message);
     return Status(StatusCode::kIoError, "cannot read '" + path_ + "': " + why);

@@ -147,7 +147,8 @@ Result<std::int64_t> ParseNvidiaSmiTimestamp(std::string_view text, int utc_offs
     for (int i = digits; i < 3; ++i) millis *= 10;
   }
   if (pos != text.size()) return invalid("unexpected text after the time");
-  using namespace std::chrono;
+  using std::chrono::sys_days;
+  using std::chrono::year_month_day;
   const year_month_day date{std::chrono::year(year),
                             std::chrono::month(static_cast<unsigned>(month)),
                             std::chrono::day(static_cast<unsigned>(day))};

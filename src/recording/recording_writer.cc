@@ -16,7 +16,7 @@ namespace {
 
 // Output is accumulated in memory and written in blocks of about this size, so
 // a sample costs no system call.
-constexpr size_t kFlushThreshold = 256 * 1024;
+constexpr size_t kFlushThreshold = size_t{256} * 1024;
 constexpr std::string_view kTotalSuffix = "_total";
 // A series key packs the label-set id above the family index.
 constexpr unsigned kFamilyIndexBits = 20;
@@ -27,7 +27,7 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
 
 gzFile AsGz(void* gz) { return static_cast<gzFile>(gz); }
 
-std::string ErrnoText(int error_number) { return std::strerror(error_number); }
+std::string ErrnoText(int error_number) { return ErrnoMessage(error_number); }
 
 }  // namespace
 
