@@ -1,0 +1,74 @@
+#pragma once
+// The vLLM serving metrics the simulator exposes, rendered as vLLM serves them:
+// prometheus_client's text format 0.0.4 (generate_latest). vLLM names its
+// counters without "_total" and prometheus_client appends it in the output, so
+// the text reads `# TYPE vllm:generation_tokens_total counter`. Histograms print
+// cumulative `_bucket{...,le="..."}` lines ending with le="+Inf", then `_count`
+// and `_sum`. Numbers are Python floats as prometheus_client prints them
+// (floatToGoString: "12.0", "0.3", "1.234567e+06", "+Inf").
+//
+// Labels: model_name and Hostname (in that order; vllm:request_success_total
+// adds finished_reason="stop"). prometheus_client's "_created" series are not
+// printed (as with PROMETHEUS_DISABLE_CREATED_SERIES=True).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace gpucanary::sim {
+
+// vLLM's default bucket bounds (vllm/engine/metrics.py).
+inline constexpr std::array<double, 15> kE2eLatencyBuckets = {
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0};
+inline constexpr std::array<double, 16> kTtftBuckets = {
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0};
+
+// A Prometheus histogram with N finite upper bounds (+Inf implied).
+template <std::size_t N>
+struct VllmHistogram {
+  const std::array<double, N>* bounds = nullptr;
+  std::array<std::uint64_t, N> buckets{};  // observations <= bounds[i], non-cumulative
+  std::uint64_t count = 0;                 // all observations (the +Inf bucket)
+  double sum = 0;
+
+  // Records one observation (seconds). Prometheus buckets are "le": a value
+  // equal to a bound falls in that bound's bucket.
+  void Observe(double seconds) {
+    for (std::size_t i = 0; i < N; ++i) {
+      if (seconds <= (*bounds)[i]) {
+        ++buckets[i];
+        break;
+      }
+    }
+    ++count;
+    sum += seconds;
+  }
+};
+
+// One vLLM server's metrics. Counters only grow; the simulator owns updates.
+struct VllmState {
+  std::string model_name;  // label model_name, e.g. "meta-llama/Llama-3.1-8B-Instruct"
+  std::string hostname;    // label Hostname
+
+  double prompt_tokens_total = 0;
+  double generation_tokens_total = 0;
+  double request_success_total = 0;  // finished_reason="stop"
+
+  double num_requests_running = 0;
+  double num_requests_waiting = 0;
+  double gpu_cache_usage_perc = 0;  // 0..1: 1 means 100 percent
+
+  VllmHistogram<kE2eLatencyBuckets.size()> e2e_request_latency_seconds{&kE2eLatencyBuckets};
+  VllmHistogram<kTtftBuckets.size()> time_to_first_token_seconds{&kTtftBuckets};
+};
+
+// Appends `state` as vLLM's /metrics text to `out`. Allocates nothing beyond
+// growing `out`. Thread-safe (no shared state).
+void RenderVllmExposition(const VllmState& state, std::string& out);
+
+// Appends `v` as prometheus_client's floatToGoString prints it.
+void AppendPythonFloat(double v, std::string& out);
+
+}  // namespace gpucanary::sim
