@@ -11,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev              # JSON output and test metadata
   libxxhash-dev                   # XXH3 series hashing
   zlib1g-dev                      # .gz recordings
+  libyaml-cpp-dev                 # simulator scenario files
   libgtest-dev libgmock-dev       # unit tests
   libbenchmark-dev                # benchmarks
 )

@@ -33,6 +33,11 @@ class [[nodiscard]] Status {
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
+  // So that `return Error(...)` works in functions returning Status, as it
+  // does in those returning Result<T>.
+  Status(tl::unexpected<Status> error)  // NOLINT(google-explicit-constructor)
+      : Status(std::move(error.value())) {}
+
   static Status Ok() { return Status(); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
@@ -78,9 +83,10 @@ std::string ErrnoMessage(int error_number);
     if (!(cond)) ::gpucanary::CheckFailed(__FILE__, __LINE__, #cond, msg); \
   } while (0)
 
-// Propagates a non-ok Status from an expression returning Status.
-#define GC_RETURN_IF_ERROR(expr)         \
-  do {                                   \
-    ::gpucanary::Status _gc_st = (expr); \
-    if (!_gc_st.ok()) return _gc_st;     \
+// Propagates a non-ok Status from an expression returning Status, from a
+// function returning Status or Result<T>.
+#define GC_RETURN_IF_ERROR(expr)                                    \
+  do {                                                              \
+    ::gpucanary::Status _gc_st = (expr);                            \
+    if (!_gc_st.ok()) return ::gpucanary::Error(std::move(_gc_st)); \
   } while (0)

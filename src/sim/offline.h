@@ -1,0 +1,34 @@
+#pragma once
+// Offline generation: runs a fleet on simulated time as fast as the CPU allows
+// and writes what a 1 s scraper would have recorded, as a recorded telemetry
+// file (DESIGN.md §4) in dcgm-exporter's vocabulary.
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "recording/recording_writer.h"
+#include "sim/fleet.h"
+
+namespace gpucanary::sim {
+
+struct OfflineOptions {
+  double duration_s = 3600;
+  double scrape_interval_s = 1;  // a multiple of GpuModel::kStepSeconds
+  std::int64_t start_ms = 1764680000000;
+};
+
+struct OfflineStats {
+  std::uint64_t steps = 0;
+  std::uint64_t scrapes = 0;
+  std::uint64_t samples = 0;
+};
+
+// Steps `fleet` (from its current time, set to options.start_ms) for
+// options.duration_s, scraping every GPU every scrape interval into `writer`
+// (families declared with dcgm-exporter's names, help and types; blank fields
+// write no sample). Does not Close() the writer. Errors: the writer's.
+Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
+                                    const OfflineOptions& options,
+                                    recording::RecordingWriter& writer);
+
+}  // namespace gpucanary::sim
