@@ -14,8 +14,6 @@ namespace {
 
 bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
 
-std::string ErrnoText() { return ErrnoMessage(errno); }
-
 // Byte source over a plain file, gzip file or stdin. zlib's gzread reads plain
 // files transparently, which is what we use for everything but stdin (whose
 // tail we cannot look at before reading it).
@@ -38,7 +36,7 @@ class GzSource final : public Source {
   std::string error() const override {
     int code = 0;
     const char* msg = gzerror(f_, &code);
-    return code == Z_ERRNO ? ErrnoText() : std::string(msg != nullptr ? msg : "gzip error");
+    return code == Z_ERRNO ? ErrnoMessage(errno) : std::string(msg != nullptr ? msg : "gzip error");
   }
 
  private:
@@ -49,7 +47,7 @@ Result<std::unique_ptr<Source>> OpenGz(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) {
     return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
-                 path + ": " + ErrnoText());
+                 path + ": " + ErrnoMessage(errno));
   }
   return std::unique_ptr<Source>(std::make_unique<GzSource>(f));
 }
@@ -61,7 +59,7 @@ Result<std::string> ReadTail(const std::string& path, bool gzip) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
-                   path + ": " + ErrnoText());
+                   path + ": " + ErrnoMessage(errno));
     }
     struct stat st {};
     std::string tail;
@@ -197,7 +195,7 @@ Result<ReadReport> ReadFile(const std::string& path, const ReadOptions& options,
     for (;;) {
       const ssize_t got = ::read(STDIN_FILENO, buf.data(), buf.size());
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Error(StatusCode::kIoError, "<stdin>: " + ErrnoText());
+      if (got < 0) return Error(StatusCode::kIoError, "<stdin>: " + ErrnoMessage(errno));
       if (got == 0) break;
       pending.append(buf.data(), static_cast<std::size_t>(got));
     }

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/flat_hash_map.h"
+#include "core/string_map.h"
 #include "expfmt/types.h"
 
 namespace gpucanary::expfmt {
@@ -145,14 +146,9 @@ class Validator {
   Format format_;
   std::vector<Family> families_;
   int current_ = -1;
-  // Transparent hashing: lookups by string_view allocate nothing.
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using NameMap = std::unordered_map<std::string, int, StringHash, std::equal_to<>>;
-  NameMap family_by_name_;
-  NameMap family_by_sample_name_;
+  // Lookups by string_view allocate nothing.
+  StringMap<int> family_by_name_;
+  StringMap<int> family_by_sample_name_;
   FlatHashMap<SeriesState> series_;
   static constexpr std::size_t kLabelHashCacheSize = 1 << 14;
   FlatHashMap<std::uint64_t> label_hash_cache_;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/string_map.h"
 #include "importers/csv_line.h"
 #include "importers/line_reader.h"
 
@@ -71,11 +72,6 @@ struct PendingSample {
   double value;
 };
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
-};
-
 // One import run. Holds only per-column and per-GPU state, never per-row history.
 class CsvImport {
  public:
@@ -116,7 +112,7 @@ class CsvImport {
   std::vector<Column> columns_;
   std::array<int, kRoleCount> role_column_{};  // column index per ColumnRole, -1 if absent
   std::string header_line_;
-  std::unordered_map<std::string, std::int64_t, StringHash, std::equal_to<>> gpu_last_ms_;
+  StringMap<std::int64_t> gpu_last_ms_;
   std::string last_phase_;
 
   // Per-row scratch, reused so that rows allocate nothing once warmed up.

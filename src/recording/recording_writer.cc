@@ -27,8 +27,6 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
 
 gzFile AsGz(void* gz) { return static_cast<gzFile>(gz); }
 
-std::string ErrnoText(int error_number) { return ErrnoMessage(error_number); }
-
 }  // namespace
 
 std::string_view MetricKindName(MetricKind kind) {
@@ -53,7 +51,7 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::Open(const std::string
     gzFile gz = gzopen(path.c_str(), "wb");
     if (gz == nullptr) {
       return Error(StatusCode::kIoError,
-                   "cannot create '" + path + "': " + (errno ? ErrnoText(errno) : "zlib error"));
+                   "cannot create '" + path + "': " + (errno ? ErrnoMessage(errno) : "zlib error"));
     }
     gzbuffer(gz, 128 * 1024);
     return std::unique_ptr<RecordingWriter>(
@@ -61,7 +59,7 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::Open(const std::string
   }
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) {
-    return Error(StatusCode::kIoError, "cannot create '" + path + "': " + ErrnoText(errno));
+    return Error(StatusCode::kIoError, "cannot create '" + path + "': " + ErrnoMessage(errno));
   }
   // buffer_ already batches writes; a second stdio buffer would only copy.
   std::setvbuf(file, nullptr, _IONBF, 0);
@@ -187,12 +185,14 @@ Status RecordingWriter::Close() {
   switch (sink_) {
     case SinkKind::kFile:
       if (std::fclose(file_) != 0 && status.ok()) {
-        status = Status(StatusCode::kIoError, "cannot close '" + path_ + "': " + ErrnoText(errno));
+        status =
+            Status(StatusCode::kIoError, "cannot close '" + path_ + "': " + ErrnoMessage(errno));
       }
       break;
     case SinkKind::kStdout:
       if (std::fflush(file_) != 0 && status.ok()) {
-        status = Status(StatusCode::kIoError, "cannot flush standard output: " + ErrnoText(errno));
+        status =
+            Status(StatusCode::kIoError, "cannot flush standard output: " + ErrnoMessage(errno));
       }
       break;
     case SinkKind::kGzip: {
@@ -202,7 +202,7 @@ Status RecordingWriter::Close() {
         status = Status(
             StatusCode::kIoError,
             "cannot close '" + path_ +
-                "': " + (rc == Z_ERRNO ? ErrnoText(errno) : "zlib error " + std::to_string(rc)));
+                "': " + (rc == Z_ERRNO ? ErrnoMessage(errno) : "zlib error " + std::to_string(rc)));
       }
       break;
     }
@@ -308,14 +308,16 @@ Status RecordingWriter::FlushBuffer() {
       if (gzwrite(AsGz(gz_), buffer_.data() + offset, chunk) <= 0) {
         int zlib_error = Z_OK;
         const char* message = gzerror(AsGz(gz_), &zlib_error);
-        return Fail(Status(StatusCode::kIoError,
-                           "cannot write '" + path_ + "': " +
-                               (zlib_error == Z_ERRNO ? ErrnoText(errno) : std::string(message))));
+        return Fail(Status(
+            StatusCode::kIoError,
+            "cannot write '" + path_ +
+                "': " + (zlib_error == Z_ERRNO ? ErrnoMessage(errno) : std::string(message))));
       }
       offset += chunk;
     }
   } else if (std::fwrite(buffer_.data(), 1, size, file_) != size) {
-    return Fail(Status(StatusCode::kIoError, "cannot write '" + path_ + "': " + ErrnoText(errno)));
+    return Fail(
+        Status(StatusCode::kIoError, "cannot write '" + path_ + "': " + ErrnoMessage(errno)));
   }
   buffer_.clear();
   return Status::Ok();

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/string_map.h"
 
 namespace gpucanary::recording {
 
@@ -119,14 +120,6 @@ class RecordingWriter {
     std::uint32_t index;  // declaration order, part of the series key
     bool metadata_written = false;
   };
-
-  // Heterogeneous lookup so that string_view keys need no allocation.
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
-  };
-  template <typename V>
-  using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
   RecordingWriter(std::string path, SinkKind sink, std::FILE* file, void* gz);
 
