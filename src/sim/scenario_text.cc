@@ -50,12 +50,14 @@ bool ParseRateText(std::string_view s, double* per_s) {
   if (slash == std::string_view::npos) return ParseDouble(s, per_s);
   double count = 0;
   if (!ParseDouble(s.substr(0, slash), &count)) return false;
-  std::string per(s.substr(slash + 1));
-  if (!per.empty() && std::isalpha(static_cast<unsigned char>(per.front())) != 0) {
-    per.insert(0, "1");
-  }
+  const std::string_view per = s.substr(slash + 1);
+  // "/m" means "/1m".
+  std::string window = !per.empty() && std::isalpha(static_cast<unsigned char>(per.front())) != 0
+                           ? std::string("1")
+                           : std::string();
+  window.append(per);
   double window_s = 0;
-  if (!ParseDurationText(per, &window_s) || window_s <= 0) return false;
+  if (!ParseDurationText(window, &window_s) || window_s <= 0) return false;
   *per_s = count / window_s;
   return true;
 }
