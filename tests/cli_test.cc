@@ -190,4 +190,16 @@ TEST_F(CliTest, SummarizeRecordingShowsWhichGpusWereThrottled) {
   }
 }
 
+TEST_F(CliTest, SummarizeReportsBadLinesAndExitsThree) {
+  std::ofstream(dir_ / "bad.prom") << "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"n\"} 41\n"
+                                      "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\" 1980\n";
+  RunResult r = Run("summarize " + (dir_ / "bad.prom").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("bad.prom:2:"));
+  EXPECT_THAT(r.out, HasSubstr("n/0"));  // the good line is still summarised
+  r = Run("summarize " + (dir_ / "missing.prom").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("No such file or directory"));
+}
+
 }  // namespace
