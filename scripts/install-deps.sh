@@ -12,6 +12,7 @@ PACKAGES=(
   libxxhash-dev                   # XXH3 series hashing
   zlib1g-dev                      # .gz recordings
   libyaml-cpp-dev                 # simulator scenario files
+  libboost1.81-dev                # Boost.Beast/Asio: HTTP server and client (headers only)
   libgtest-dev libgmock-dev       # unit tests
   libbenchmark-dev                # benchmarks
 )

@@ -1,0 +1,33 @@
+#include "net/http_message.h"
+
+#include <algorithm>
+
+namespace gpucanary::net {
+namespace {
+
+char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string_view Find(const std::vector<std::pair<std::string, std::string>>& headers,
+                      std::string_view name) {
+  for (const auto& [key, value] : headers) {
+    if (EqualsIgnoreCase(key, name)) return value;
+  }
+  return {};
+}
+
+}  // namespace
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [](char x, char y) { return Lower(x) == Lower(y); });
+}
+
+std::string_view HttpRequest::Header(std::string_view lower_name) const {
+  return Find(headers, lower_name);
+}
+
+std::string_view HttpResponse::Header(std::string_view lower_name) const {
+  return Find(headers, lower_name);
+}
+
+}  // namespace gpucanary::net

@@ -1,0 +1,101 @@
+#pragma once
+// An HTTP/1.1 server for many small listeners in one process: the fleet
+// simulator serves two /metrics ports per simulated node (hundreds of nodes,
+// each scraped every second by Prometheus) plus a control API; the daemon
+// serves its API. All listeners share one event loop run by a small fixed
+// number of threads (Options::threads); connections are asynchronous and
+// kept alive, never a thread per connection. Built on Boost.Beast/Asio, kept
+// out of this header.
+//
+// What the server does for every handler:
+// - HTTP/1.0 and 1.1, keep-alive (1.1 by default, 1.0 with
+//   "Connection: keep-alive"), "Connection: close" honoured, pipelining,
+//   "Expect: 100-continue" answered.
+// - HEAD: the handler sees method "HEAD" and fills the response as for GET;
+//   the server sends the headers (Content-Length included) without the body.
+// - gzip: a body of at least gzip_min_bytes is compressed when the request's
+//   Accept-Encoding allows gzip (Prometheus sends "Accept-Encoding: gzip"),
+//   with "Content-Encoding: gzip"; such responses carry
+//   "Vary: Accept-Encoding" either way. Not when the handler set its own
+//   Content-Encoding.
+// - Errors the handler never sees: a request body over max_body_bytes: 413;
+//   headers over 64 KiB: 431; a malformed request: 400; each closes the
+//   connection. A handler that throws: 500 ("internal server error"), and the
+//   connection and the server go on. A status outside 200..599 or a header
+//   with CR/LF from the handler: 500.
+// - Timeouts: a connection waiting for the next request is closed after
+//   idle_timeout_s; a request must arrive whole within read_timeout_s of its
+//   first byte, and a response must be written within write_timeout_s. A slow
+//   or dead client holds only its own connection.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "net/http_message.h"
+
+namespace gpucanary::net {
+
+// Fills `response` for `request`. Unknown paths are the handler's business
+// (it sets 404). May throw; the client then gets a 500. Called on the
+// server's io threads: with Options::threads > 1, the same handler may run
+// concurrently for different connections, so it must be thread-safe. A
+// handler must not block for long: it holds one of the io threads.
+using Handler = std::function<void(const HttpRequest& request, HttpResponse& response)>;
+
+// Thread-safe: Listen, Start, Stop and stats may be called from any thread,
+// but not from inside a handler (Stop would wait for itself).
+class HttpServer {
+ public:
+  struct Options {
+    int threads = 1;                       // io threads running every listener; 1..256
+    std::size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+    int idle_timeout_s = 120;              // keep-alive wait for the next request
+    int read_timeout_s = 10;               // from the first byte of a request to its end
+    int write_timeout_s = 10;              // to write one response
+    std::size_t gzip_min_bytes = 1024;     // smaller bodies are never compressed
+    int gzip_level = 1;                    // zlib level 1..9 (see docs/performance.md)
+  };
+
+  struct Stats {
+    std::uint64_t connections_accepted = 0;
+    std::uint64_t open_connections = 0;
+    std::uint64_t requests = 0;            // responses the handlers produced
+    std::uint64_t handler_exceptions = 0;  // of those, the 500s for a throwing handler
+    double io_cpu_seconds = 0;             // CPU time of the io threads so far
+  };
+
+  explicit HttpServer(Options options);
+  ~HttpServer();  // Stop()s
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port and starts accepting on it with `handler`; port 0 lets
+  // the OS pick. Returns the bound port. May be called before or after
+  // Start(); connections are served once Start() has run. `host` is an IP
+  // address or a name that resolves (the first address is used).
+  // Errors: kInvalidArgument for bad options or an empty handler; kIoError
+  // "listen 127.0.0.1:9400: Address already in use" style when the OS
+  // refuses; kUnavailable after Stop().
+  Result<std::uint16_t> Listen(const std::string& host, std::uint16_t port, Handler handler);
+
+  // Starts the io threads. Errors: kInvalidArgument for bad options or a
+  // second Start; kUnavailable after Stop().
+  Status Start();
+
+  // Closes every listener and connection (responses being written are cut)
+  // and joins the io threads, once handlers running now have returned.
+  // Idempotent; the server cannot be started again.
+  void Stop();
+
+  Stats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpucanary::net
