@@ -30,7 +30,8 @@ function(gc_add_library name)
 endfunction()
 
 # gc_add_test(NAME SOURCES ... [DEPS ...] [LABELS ...])
-# A GoogleTest executable registered with CTest. Tests see GPUCANARY_SHARED_DIR
+# A GoogleTest executable registered with CTest, label "unit" or the one given.
+# Tests see GPUCANARY_SHARED_DIR
 # and GPUCANARY_SOURCE_DIR as string macros.
 function(gc_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
@@ -45,7 +46,15 @@ function(gc_add_test name)
     GPUCANARY_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     GPUCANARY_BINARY_DIR="${PROJECT_BINARY_DIR}")
   include(GoogleTest)
-  gtest_discover_tests(${name} PROPERTIES LABELS "unit;${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  # One label per test: gtest_discover_tests cannot pass a list through
+  # PROPERTIES (a second label would be read as a property name). Tests are
+  # "unit" unless the call names another label ("integration").
+  if(ARG_LABELS)
+    list(GET ARG_LABELS 0 _gc_label)
+  else()
+    set(_gc_label unit)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS ${_gc_label} DISCOVERY_TIMEOUT 60)
 endfunction()
 
 # gc_add_benchmark(NAME SOURCES ... [DEPS ...] [ARGS ...])

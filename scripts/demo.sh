@@ -2,7 +2,8 @@
 # The first README command: installs what is needed, builds gpucanary (release)
 # and runs the main job on real data from ../shared/data: checking and
 # summarising real dcgm-exporter scrapes, and importing a real DCGM trace into
-# a recorded telemetry file that shows which GPUs were power-capped.
+# a recorded telemetry file that shows which GPUs were power-capped; then a
+# simulated fleet with a bad release, recorded offline with its ground truth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,3 +38,12 @@ echo "== gpucanary import: a real 10 Hz DCGM trace of 8x H100 (inference on GPUs
 echo
 echo "== gpucanary summarize: which GPUs were held back, and by what =="
 "$bin" summarize "$out/e2.om.gz"
+echo
+echo "== gpucanary sim: a simulated 8-node H100 fleet; release fp8-kernel trips the power brake on node-4 =="
+"$bin" sim --scenario scenarios/power-brake.yaml --offline "$out/sim" --gzip
+echo
+echo "== what the fleet's telemetry shows (node-4 held at the brake floor since the release) =="
+"$bin" summarize "$out/sim/telemetry.om.gz" | grep -E "^(GPU|node-[345]/[0-3]) "
+echo
+echo "== the ground truth the simulator wrote: what it caused, where, since when =="
+grep '"type":"fault"' "$out/sim/truth.jsonl"

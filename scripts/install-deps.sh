@@ -13,6 +13,7 @@ PACKAGES=(
   zlib1g-dev                      # .gz recordings
   libyaml-cpp-dev                 # simulator scenario files
   libboost1.81-dev                # Boost.Beast/Asio: HTTP server and client (headers only)
+  prometheus                      # integration tests scrape the simulator with a real Prometheus
   libgtest-dev libgmock-dev       # unit tests
   libbenchmark-dev                # benchmarks
 )

@@ -202,4 +202,50 @@ TEST_F(CliTest, SummarizeReportsBadLinesAndExitsThree) {
   EXPECT_THAT(r.err, HasSubstr("No such file or directory"));
 }
 
+TEST_F(CliTest, SimOfflineWritesACheckableRecordingTruthAndReleases) {
+  const fs::path scenario = dir_ / "s.yaml";
+  std::ofstream(scenario) << "seed: 2\nduration: 30s\n"
+                             "fleet: [{nodes: \"n[1-2]\", gpu: h100-sxm}]\n"
+                             "releases: {a: {profile: baseline}, b: {profile: baseline, "
+                             "power_spikiness: 2.5}}\n"
+                             "traffic: {rps: 60}\n"
+                             "events:\n  - {at: 0s, deploy: a, nodes: all}\n"
+                             "  - {at: 5s, deploy: b, nodes: [n2]}\n"
+                             "  - {at: 10s, fault: ecc_errors, nodes: [n1], gpus: \"3\"}\n";
+  RunResult r =
+      Run("sim --scenario " + scenario.string() + " --offline " + (dir_ / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("2 nodes, 16 GPUs, 30 s simulated"));
+  RunResult check = Run("check " + (dir_ / "out" / "telemetry.om").string());
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_THAT(check.out, HasSubstr("ok (openmetrics)"));
+  const std::string truth = Slurp(dir_ / "out" / "truth.jsonl");
+  EXPECT_THAT(truth, HasSubstr(R"("kind":"power_brake","scope":"release","release":"b")"));
+  EXPECT_THAT(truth, HasSubstr(R"("kind":"ecc_errors","scope":"node","release":"a")"));
+  const std::string releases = Slurp(dir_ / "out" / "releases.jsonl");
+  EXPECT_THAT(releases, HasSubstr(R"("id":"b")"));
+  EXPECT_THAT(releases, HasSubstr(R"("targets":["n2"],"previous":"a")"));
+  // The same scenario again: byte-identical output.
+  RunResult again =
+      Run("sim --scenario " + scenario.string() + " --offline " + (dir_ / "again").string());
+  ASSERT_EQ(again.exit_code, 0);
+  EXPECT_EQ(Slurp(dir_ / "out" / "telemetry.om"), Slurp(dir_ / "again" / "telemetry.om"));
+}
+
+TEST_F(CliTest, SimRejectsABadScenarioWithItsPosition) {
+  const fs::path scenario = dir_ / "bad.yaml";
+  std::ofstream(scenario) << "duration: 30s\nfleet: [{nodes: n1, gpu: h100-sxm}]\n"
+                             "releases: {a: {profile: baseline}}\n"
+                             "events:\n  - {at: 0s, deploy: nope, nodes: all}\n";
+  RunResult r = Run("sim --scenario " + scenario.string() + " --offline " + (dir_ / "o").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("bad.yaml:5:"));
+  EXPECT_THAT(r.err, HasSubstr("unknown release 'nope'"));
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "telemetry.om"));
+  r = Run("sim --scenario " + (dir_ / "missing.yaml").string() + " --offline " +
+          (dir_ / "o").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("missing.yaml"));
+}
+
 }  // namespace

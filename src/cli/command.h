@@ -27,5 +27,6 @@ void RegisterCheckCommand(CLI::App& app, CommandContext& ctx);
 void RegisterSummarizeCommand(CLI::App& app, CommandContext& ctx);
 void RegisterExplainCommands(CLI::App& app, CommandContext& ctx);
 void RegisterImportCommand(CLI::App& app, CommandContext& ctx);
+void RegisterSimCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

@@ -23,6 +23,7 @@ int Run(int argc, char** argv) {
   RegisterSummarizeCommand(app, ctx);
   RegisterExplainCommands(app, ctx);
   RegisterImportCommand(app, ctx);
+  RegisterSimCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

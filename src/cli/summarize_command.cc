@@ -65,7 +65,9 @@ std::string ThrottleCell(const telemetry::GpuState& g, bool recording) {
   for (const dcgm::ClockEventReason& r : dcgm::AllClockEventReasons()) {
     if (r.impact != dcgm::ClockEventImpact::kHarmful) continue;
     const double s = g.ThrottleShare(r.bit).value_or(0);
-    if (s > top_share) {
+    // On a tie the higher bit wins: HW slowdown (0x8) comes with every power
+    // brake (0x80) and HW thermal (0x40); name the specific cause.
+    if (s > 0 && s >= top_share) {
       top_share = s;
       top = r.name;
     }

@@ -37,6 +37,8 @@ std::string_view MetricKindName(MetricKind kind) {
       return "counter";
     case MetricKind::kUnknown:
       return "unknown";
+    case MetricKind::kHistogram:
+      return "histogram";
   }
   return "unknown";
 }
@@ -122,6 +124,22 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   if (families_.size() >= (std::uint64_t{1} << kFamilyIndexBits)) {
     return Status(StatusCode::kInvalidArgument, "too many metric families");
   }
+  if (kind == MetricKind::kHistogram) {
+    for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
+      const std::string sample = std::string(name) + std::string(suffix);
+      if (families_.contains(sample) || histogram_samples_.contains(sample)) {
+        return Status(StatusCode::kInvalidArgument, "histogram '" + std::string(name) +
+                                                        "' needs sample name '" + sample +
+                                                        "', which another metric already uses");
+      }
+    }
+    for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
+      histogram_samples_.emplace(std::string(name) + std::string(suffix), std::string(name));
+    }
+  } else if (histogram_samples_.contains(name)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "metric '" + std::string(name) + "' is a sample name of a histogram");
+  }
   family_names_.insert(family_name);
   const auto index = static_cast<std::uint32_t>(families_.size());
   families_.emplace(std::string(name),
@@ -133,13 +151,24 @@ Status RecordingWriter::Append(std::string_view name, std::span<const Label> lab
                                std::int64_t timestamp_ms) {
   GC_RETURN_IF_ERROR(CheckUsable());
   auto family_it = families_.find(name);
+  bool histogram_count = false;  // a _bucket or _count sample
+  if (family_it == families_.end()) {
+    if (auto h = histogram_samples_.find(name); h != histogram_samples_.end()) {
+      family_it = families_.find(h->second);
+      histogram_count = !EndsWith(name, "_sum");
+    }
+  } else if (family_it->second.kind == MetricKind::kHistogram) {
+    family_it = families_.end();  // "x" itself is no sample name of histogram x
+  }
   if (family_it == families_.end()) {
     return Status(StatusCode::kInvalidArgument,
                   "metric '" + std::string(name) + "' was not declared");
   }
   Family& family = family_it->second;
-  // OpenMetrics: a counter's _total "MUST NOT be NaN or negative".
-  if (family.exposed_kind == MetricKind::kCounter && (std::isnan(value) || value < 0)) {
+  // OpenMetrics: a counter's _total "MUST NOT be NaN or negative"; so are a
+  // histogram's bucket and count values.
+  if ((family.exposed_kind == MetricKind::kCounter || histogram_count) &&
+      (std::isnan(value) || value < 0)) {
     return Status(StatusCode::kInvalidArgument,
                   "counter '" + std::string(name) + "' cannot take a negative or NaN value");
   }

@@ -31,6 +31,11 @@
 //                                     counters such as DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
 //                                     keep their exact dcgm-exporter name
 //   kUnknown                       -> "# TYPE <name> unknown"
+//   kHistogram                     -> "# TYPE <name> histogram", samples <name>_bucket
+//                                     (with an `le` label), <name>_count and <name>_sum;
+//                                     _bucket and _count values must be >= 0 and not NaN.
+//                                     The caller appends a histogram's lines of one
+//                                     timestamp together, buckets in increasing `le`.
 //
 // Sample line: name{label="value",...} VALUE TIMESTAMP, labels in the order given,
 // label values escaped (\\ \" \n), labels with an empty value omitted (Prometheus
@@ -57,7 +62,7 @@
 
 namespace gpucanary::recording {
 
-enum class MetricKind : std::uint8_t { kGauge, kCounter, kUnknown };
+enum class MetricKind : std::uint8_t { kGauge, kCounter, kUnknown, kHistogram };
 
 std::string_view MetricKindName(MetricKind kind);
 
@@ -111,6 +116,9 @@ class RecordingWriter {
 
  private:
   enum class SinkKind : std::uint8_t { kFile, kStdout, kGzip };
+
+  // Sample names of histogram families ("x_bucket", "x_count", "x_sum") -> "x".
+  StringMap<std::string> histogram_samples_;
 
   struct Family {
     std::string family_name;  // the name on # HELP / # TYPE

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -277,4 +278,44 @@ TEST(RecordingWriterTest, DestructorWithoutCloseLeavesNoEof) {
 }
 
 }  // namespace
+TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
+  const fs::path path = TempPath("histogram.om");
+  auto writer = OpenOrDie(path);
+  ASSERT_TRUE(writer->DeclareFamily("lat_seconds", MetricKind::kHistogram, "Latency.").ok());
+  const Label host{"Hostname", "n1"};
+  const Label b1[] = {host, {"le", "0.5"}};
+  const Label inf[] = {host, {"le", "+Inf"}};
+  const Label base[] = {host};
+  ASSERT_TRUE(writer->Append("lat_seconds_bucket", b1, 2, 1000).ok());
+  ASSERT_TRUE(writer->Append("lat_seconds_bucket", inf, 3, 1000).ok());
+  ASSERT_TRUE(writer->Append("lat_seconds_count", base, 3, 1000).ok());
+  ASSERT_TRUE(writer->Append("lat_seconds_sum", base, 1.25, 1000).ok());
+  // The family name is no sample name; buckets and counts cannot go negative.
+  EXPECT_FALSE(writer->Append("lat_seconds", base, 1, 2000).ok());
+  EXPECT_FALSE(writer->Append("lat_seconds_bucket", b1, -1, 2000).ok());
+  EXPECT_FALSE(writer->Append("lat_seconds_count", base, std::nan(""), 2000).ok());
+  // Its sample names are taken.
+  EXPECT_FALSE(writer->DeclareFamily("lat_seconds_count", MetricKind::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("x", MetricKind::kGauge, "").ok());
+  EXPECT_FALSE(writer->DeclareFamily("x", MetricKind::kHistogram, "").ok());  // redeclared
+  ASSERT_TRUE(writer->Close().ok());
+  EXPECT_EQ(ReadPlain(path),
+            "# HELP lat_seconds Latency.\n"
+            "# TYPE lat_seconds histogram\n"
+            "lat_seconds_bucket{Hostname=\"n1\",le=\"0.5\"} 2 1.000\n"
+            "lat_seconds_bucket{Hostname=\"n1\",le=\"+Inf\"} 3 1.000\n"
+            "lat_seconds_count{Hostname=\"n1\"} 3 1.000\n"
+            "lat_seconds_sum{Hostname=\"n1\"} 1.25 1.000\n"
+            "# EOF\n");
+}
+
+TEST(RecordingWriterTest, AHistogramNeedsItsSampleNamesFree) {
+  const fs::path path = TempPath("histogram-conflict.om");
+  auto writer = OpenOrDie(path);
+  ASSERT_TRUE(writer->DeclareFamily("h_sum", MetricKind::kGauge, "").ok());
+  const Status s = writer->DeclareFamily("h", MetricKind::kHistogram, "");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("h_sum"), std::string::npos) << s.message();
+}
+
 }  // namespace gpucanary::recording

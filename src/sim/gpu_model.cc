@@ -12,9 +12,10 @@ namespace {
 // powers of 340 / 600 / 1120 W at the 1755 MHz boost clock, the spread of
 // switching activity between all-zero, random and worst-case inputs.
 constexpr double kAlpha = 2.5;
-constexpr double kClockStepMhz = 15;  // NVIDIA clocks move in 15 MHz steps
-constexpr double kIdleLoad = 0.02;    // below this, the GPU is idle (reason 0x1)
-constexpr double kPcieShare = 0.05;   // share of work limited by the host link
+constexpr double kClockStepMhz = 15;       // NVIDIA clocks move in 15 MHz steps
+constexpr double kIdleLoad = 0.02;         // below this, the GPU is idle (reason 0x1)
+constexpr double kPcieShare = 0.05;        // share of work limited by the host link
+constexpr double kBrakeIdleClockMhz = 86;  // brake asserted on an idle GPU (docs/simulator.md)
 
 // Reason bits (NVML clock-event reasons; src/dcgm/throttle.h names them).
 constexpr std::uint64_t kIdle = 0x1;
@@ -57,6 +58,14 @@ GpuModel::GpuModel(const GpuProfile& profile, std::uint64_t seed)
       limit_w_(profile.power_limit_w),
       link_gen_(profile.pcie_max_gen),
       link_width_(profile.pcie_max_width) {
+  // Board-to-board spread and history, as in real nodes (leptonai-gpud
+  // dumps: idle H100s of one node within about +-3 W and +-2 C of each
+  // other, 43-120 PCIe replays since the last reset on healthy links).
+  std::uniform_real_distribution<double> spread(-1.0, 1.0);
+  power_offset_w_ = 3.0 * spread(rng_);
+  temp_offset_c_ = 2.0 * spread(rng_);
+  replays_ = std::floor(75.0 + 75.0 * spread(rng_));
+  temp_c_ += temp_offset_c_;
   power_window_.fill(profile.idle_power_w);
   power_window_sum_ = profile.idle_power_w * static_cast<double>(power_window_.size());
 }
@@ -84,9 +93,20 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
   const double fmax = profile_.max_sm_clock_mhz;
   std::uint64_t reasons = 0;
   double target = fmax;
-  if (a < kIdleLoad) {
+  idle_ = a < kIdleLoad;
+  if (idle_) {
     target = profile_.idle_sm_clock_mhz;
     reasons |= kIdle;
+    // A board signal holds whatever the load. nvidia-smi dumps of 8 idle
+    // H100s under an asserted brake (leptonai-gpud, driver 535.161.08) show
+    // 0x88 without the idle bit and the SM clock at 86 MHz, below the idle
+    // clock; HW slowdown alone is taken to replace the idle bit the same way.
+    if (faults.power_brake) {
+      target = kBrakeIdleClockMhz;
+      reasons = kHwPowerBrake | kHwSlowdown;
+    } else if (faults.hw_slowdown) {
+      reasons = kHwSlowdown;
+    }
   } else {
     if (faults.power_brake) {
       target = std::min(target, profile_.brake_sm_clock_mhz);
@@ -120,7 +140,7 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
   reasons_ = reasons;
 
   double p;
-  if (reasons & kIdle) {
+  if (idle_) {
     p = profile_.idle_power_w * (1 + 0.3 * power_noise_.Next(rng_));
   } else if (reasons & kSwPowerCap) {
     // The power controller holds the board just under the limit.
@@ -129,6 +149,7 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
     p = (profile_.static_power_w + DynamicPowerAt(clock_mhz_, a, work.dynamic_power_w)) *
         (1 + power_noise_.Next(rng_));
   }
+  if ((reasons & kSwPowerCap) == 0) p += power_offset_w_;  // the cap regulator hides it
   power_w_ = std::max(p, profile_.idle_power_w * 0.8);
   // Hopper's POWER_USAGE is the average over the last second: a box window,
   // so consecutive 1 s scrapes share no samples.
@@ -139,7 +160,7 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
   energy_mj_ += power_w_ * kStepSeconds * 1000.0;
 
   const double r = profile_.thermal_resistance_c_per_w * std::max(faults.cooling_factor, 0.1);
-  const double steady = profile_.ambient_c + r * power_w_;
+  const double steady = profile_.ambient_c + temp_offset_c_ + r * power_w_;
   temp_c_ += (steady - temp_c_) * kStepSeconds / profile_.thermal_time_constant_s;
 
   link_gen_ = faults.pcie_gen > 0 ? std::min(faults.pcie_gen, profile_.pcie_max_gen)
@@ -160,7 +181,7 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
   // Roofline mix: time per unit of work is the sum of its compute-bound part
   // (scales with the clock), memory-bound part (scales with DRAM efficiency)
   // and host-link part (scales with link bandwidth).
-  if (reasons & kIdle) {
+  if (idle_) {
     throughput_ = 0;
   } else {
     const double mem = std::clamp(work.memory_bound, 0.0, 1.0) * (1 - kPcieShare);
@@ -179,7 +200,7 @@ Readings GpuModel::Read() const {
   const Workload& w = last_work_;
   const Faults& f = last_faults_;
   const double a = activity_;
-  const bool busy = (reasons_ & kIdle) == 0;
+  const bool busy = !idle_;
   out.Set(SimField::kSmClock, clock_mhz_);
   out.Set(SimField::kMemClock, profile_.mem_clock_mhz);
   out.Set(SimField::kClockEventReasons, static_cast<double>(reasons_));

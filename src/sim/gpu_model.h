@@ -100,11 +100,14 @@ class GpuModel {
   double temp_c_;
   double energy_mj_ = 0;
   double replays_ = 0;
+  double power_offset_w_ = 0;  // this board's static offset from the profile
+  double temp_offset_c_ = 0;
   double sbe_ = 0;
   double dbe_ = 0;
   int last_xid_ = 0;
   double xid_credit_ = 0;
   std::uint64_t reasons_ = 1;
+  bool idle_ = true;  // no kernels ran this step (the idle bit may be replaced by a board signal)
   double limit_w_;
   double activity_ = 0;
   double throughput_ = 0;

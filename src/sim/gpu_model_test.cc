@@ -81,6 +81,44 @@ TEST(GpuModelTest, PowerBrakeHoldsClockAt1050WhileBaselineStaysAt1980) {
   EXPECT_LT(braked.throughput(), 0.8 * baseline.throughput());
 }
 
+// leptonai-gpud, driver 535.161.08: eight idle H100s under an asserted power
+// brake read 0x88 (no idle bit), SM 86 MHz, power as at idle (68-72 W).
+TEST(GpuModelTest, PowerBrakeOnAnIdleGpuStillShows) {
+  GpuModel braked(Profile("h100-sxm"), 3);
+  Faults brake;
+  brake.power_brake = true;
+  const auto clock = Scrape(braked, Workload{}, brake, 30, SimField::kSmClock, 0);
+  EXPECT_EQ(Median(clock), 86);
+  EXPECT_EQ(braked.clock_event_reasons(), 0x88u);
+  const auto power = Scrape(braked, Workload{}, brake, 30, SimField::kPowerUsage, 0);
+  EXPECT_NEAR(Median(power), 72, 6);
+  GpuModel slowed(Profile("h100-sxm"), 3);
+  Faults slowdown;
+  slowdown.hw_slowdown = true;
+  Scrape(slowed, Workload{}, slowdown, 5, SimField::kSmClock, 0);
+  EXPECT_EQ(slowed.clock_event_reasons(), 0x8u);
+}
+
+// Real boards of one node differ a little, and healthy links carry a replay
+// history; identical simulated GPUs would flatter a detector.
+TEST(GpuModelTest, BoardsDifferSlightlyAndCarryAReplayHistory) {
+  double min_power = 1e9, max_power = 0, min_replays = 1e9, max_replays = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    GpuModel g(Profile("h100-sxm"), seed);
+    const double p = Median(Scrape(g, Workload{}, Faults{}, 60, SimField::kPowerUsage, 0));
+    const double replays = *g.Read().Get(SimField::kPcieReplayCounter);
+    min_power = std::min(min_power, p);
+    max_power = std::max(max_power, p);
+    min_replays = std::min(min_replays, replays);
+    max_replays = std::max(max_replays, replays);
+  }
+  EXPECT_GT(max_power - min_power, 1.0);
+  EXPECT_LT(max_power - min_power, 8.0);
+  EXPECT_GE(min_replays, 0);
+  EXPECT_LE(max_replays, 150);
+  EXPECT_GT(max_replays, min_replays);
+}
+
 // docs/simulator.md: the same FP8 GEMM on an H100 PCIe at 350 W ran at a median
 // 1620 / 1305 / 1020 MHz for all-zero / random / worst-case inputs, and its
 // TFLOPS followed the clock within 3%.

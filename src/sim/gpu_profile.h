@@ -17,7 +17,7 @@ struct GpuProfile {
   double mem_clock_mhz;               // HBM clock: constant, does not drop at idle on these SKUs
   double brake_sm_clock_mhz;          // clock held while an external power brake is asserted
   double power_limit_w;               // default enforced power limit
-  double idle_power_w;                // board power with a model loaded and nothing running
+  double idle_power_w;                // board power with nothing running (measured with no process)
   double static_power_w;              // power at load before the dynamic part (leakage, HBM, fans)
   double slowdown_temp_c;             // SW thermal slowdown threshold
   double hw_slowdown_temp_c;          // HW thermal slowdown (clock halved) threshold

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/dcgm_render.h"
+#include "sim/vllm_render.h"
 
 namespace gpucanary::sim {
 namespace {
@@ -18,11 +19,7 @@ struct GpuLabels {
   std::array<recording::Label, 7> labels;
 };
 
-}  // namespace
-
-Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
-                                    const OfflineOptions& options,
-                                    recording::RecordingWriter& writer) {
+Status DeclareDcgmFamilies(recording::RecordingWriter& writer) {
   for (std::size_t f = 0; f < kSimFieldCount; ++f) {
     const DcgmFamilyInfo& info = DcgmFamily(static_cast<SimField>(f));
     GC_RETURN_IF_ERROR(writer.DeclareFamily(
@@ -30,6 +27,10 @@ Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
         info.type == "counter" ? recording::MetricKind::kCounter : recording::MetricKind::kGauge,
         info.help));
   }
+  return Status::Ok();
+}
+
+std::vector<GpuLabels> MakeGpuLabels(const Fleet& fleet) {
   std::vector<GpuLabels> labels;
   labels.reserve(fleet.gpu_count());
   for (const SimNode& node : fleet.nodes()) {
@@ -47,6 +48,83 @@ Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
                 recording::Label{"Hostname", l.id->hostname},
                 recording::Label{"DCGM_FI_DRIVER_VERSION", l.id->driver_version}};
   }
+  return labels;
+}
+
+// Appends the fields of one GPU's readings; returns the samples written.
+Result<std::uint64_t> AppendGpu(const Readings& r, const GpuLabels& l, std::int64_t now_ms,
+                                recording::RecordingWriter& writer) {
+  std::uint64_t samples = 0;
+  for (std::size_t f = 0; f < kSimFieldCount; ++f) {
+    const std::optional<double>& v = r.values[f];
+    if (!v) continue;
+    const DcgmFamilyInfo& info = DcgmFamily(static_cast<SimField>(f));
+    const double value = info.is_double ? *v : std::round(*v);
+    GC_RETURN_IF_ERROR(writer.Append(info.name, l.labels, value, now_ms));
+    ++samples;
+  }
+  return samples;
+}
+
+recording::MetricKind VllmKind(std::string_view type) {
+  if (type == "counter") return recording::MetricKind::kCounter;
+  if (type == "histogram") return recording::MetricKind::kHistogram;
+  return recording::MetricKind::kGauge;
+}
+
+template <std::size_t N>
+Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogram<N>& h,
+                                      const recording::Label (&base)[2], std::int64_t now_ms,
+                                      recording::RecordingWriter& writer) {
+  const std::string name(family);
+  std::string le;
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i <= N; ++i) {
+    le.clear();
+    if (i < N) {
+      cumulative += h.buckets[i];
+      AppendPythonFloat((*h.bounds)[i], le);
+    } else {
+      cumulative = h.count;
+      le = "+Inf";
+    }
+    const recording::Label labels[] = {base[0], base[1], {"le", le}};
+    GC_RETURN_IF_ERROR(
+        writer.Append(name + "_bucket", labels, static_cast<double>(cumulative), now_ms));
+  }
+  GC_RETURN_IF_ERROR(writer.Append(name + "_count", base, static_cast<double>(h.count), now_ms));
+  GC_RETURN_IF_ERROR(writer.Append(name + "_sum", base, h.sum, now_ms));
+  return N + 3;
+}
+
+Result<std::uint64_t> AppendVllm(const VllmState& s, std::int64_t now_ms,
+                                 recording::RecordingWriter& writer) {
+  const recording::Label base[2] = {{"model_name", s.model_name}, {"Hostname", s.hostname}};
+  const double values[] = {s.num_requests_running, s.num_requests_waiting, s.gpu_cache_usage_perc,
+                           s.prompt_tokens_total, s.generation_tokens_total};
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    GC_RETURN_IF_ERROR(writer.Append(kVllmFamilies[i].name, base, values[i], now_ms));
+  }
+  const recording::Label success[] = {base[0], base[1], {"finished_reason", "stop"}};
+  GC_RETURN_IF_ERROR(
+      writer.Append(kVllmFamilies[5].name, success, s.request_success_total, now_ms));
+  std::uint64_t samples = std::size(values) + 1;
+  Result<std::uint64_t> n =
+      AppendHistogram(kVllmFamilies[6].name, s.time_to_first_token_seconds, base, now_ms, writer);
+  if (!n) return Error(n.error());
+  samples += *n;
+  n = AppendHistogram(kVllmFamilies[7].name, s.e2e_request_latency_seconds, base, now_ms, writer);
+  if (!n) return Error(n.error());
+  return samples + *n;
+}
+
+}  // namespace
+
+Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
+                                    const OfflineOptions& options,
+                                    recording::RecordingWriter& writer) {
+  GC_RETURN_IF_ERROR(DeclareDcgmFamilies(writer));
+  std::vector<GpuLabels> labels = MakeGpuLabels(fleet);
 
   const auto steps_per_scrape =
       static_cast<std::uint64_t>(std::llround(options.scrape_interval_s / GpuModel::kStepSeconds));
@@ -65,17 +143,50 @@ Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
     std::size_t k = 0;
     for (const SimNode& node : fleet.nodes()) {
       for (const SimGpu& g : node.gpus) {
-        const Readings r = g.model.Read();
-        const GpuLabels& l = labels[k++];
-        for (std::size_t f = 0; f < kSimFieldCount; ++f) {
-          const std::optional<double>& v = r.values[f];
-          if (!v) continue;
-          const DcgmFamilyInfo& info = DcgmFamily(static_cast<SimField>(f));
-          const double value = info.is_double ? *v : std::round(*v);
-          GC_RETURN_IF_ERROR(writer.Append(info.name, l.labels, value, fleet.now_ms()));
-          ++stats.samples;
-        }
+        Result<std::uint64_t> n = AppendGpu(g.model.Read(), labels[k++], fleet.now_ms(), writer);
+        if (!n) return Error(n.error());
+        stats.samples += *n;
       }
+    }
+  }
+  return stats;
+}
+
+Result<OfflineStats> WriteScenarioRecording(Engine& engine, const OfflineOptions& options,
+                                            recording::RecordingWriter& writer) {
+  GC_RETURN_IF_ERROR(DeclareDcgmFamilies(writer));
+  for (const VllmFamilyInfo& f : kVllmFamilies) {
+    GC_RETURN_IF_ERROR(writer.DeclareFamily(f.name, VllmKind(f.type), f.help));
+  }
+  const std::vector<GpuLabels> labels = MakeGpuLabels(engine.fleet());
+  const auto steps_per_scrape =
+      static_cast<std::uint64_t>(std::llround(options.scrape_interval_s / Engine::kStepSeconds));
+  const auto total_steps =
+      static_cast<std::uint64_t>(std::llround(options.duration_s / Engine::kStepSeconds));
+  if (steps_per_scrape == 0) {
+    return Error(StatusCode::kInvalidArgument, "scrape interval below the model step (100 ms)");
+  }
+  OfflineStats stats;
+  for (std::uint64_t step = 1; step <= total_steps; ++step) {
+    engine.Step();
+    ++stats.steps;
+    if (step % steps_per_scrape != 0) continue;
+    ++stats.scrapes;
+    const std::int64_t now = engine.now_ms();
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < engine.node_count(); ++i) {
+      const Engine::NodeView view = engine.node_view(i);
+      const SimNode& node = engine.fleet().nodes()[i];
+      for (std::size_t g = 0; g < node.gpus.size(); ++g, ++k) {
+        if (!engine.GpuReported(i, g)) continue;
+        Result<std::uint64_t> n = AppendGpu(node.gpus[g].model.Read(), labels[k], now, writer);
+        if (!n) return Error(n.error());
+        stats.samples += *n;
+      }
+      if (view.server == nullptr) continue;
+      Result<std::uint64_t> n = AppendVllm(view.server->state(), now, writer);
+      if (!n) return Error(n.error());
+      stats.samples += *n;
     }
   }
   return stats;

@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "recording/recording_writer.h"
+#include "sim/engine.h"
 #include "sim/fleet.h"
 
 namespace gpucanary::sim {
@@ -30,5 +31,14 @@ struct OfflineStats {
 Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
                                     const OfflineOptions& options,
                                     recording::RecordingWriter& writer);
+
+// Runs a scenario: steps `engine` for options.duration_s from its current
+// time (options.start_ms is ignored: the engine's own start holds) and
+// records, every scrape interval, what a 1 s scraper of every node would have
+// stored: each node's dcgm-exporter fields (GPUs lost off the bus vanish) and
+// its vLLM metrics (absent while the server restarts; counters restart from 0
+// after a deploy), vLLM series labelled model_name and Hostname.
+Result<OfflineStats> WriteScenarioRecording(Engine& engine, const OfflineOptions& options,
+                                            recording::RecordingWriter& writer);
 
 }  // namespace gpucanary::sim

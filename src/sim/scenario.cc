@@ -569,9 +569,16 @@ class ScenarioParser {
 
   Status ReadWeights(const YAML::Node& node, const std::string& field,
                      std::map<std::string, double>* out) const {
+    // `traffic: even` drops the weights: every serving node gets an equal share.
+    if (node.IsScalar()) {
+      if (node.Scalar() == "even") return Status::Ok();
+      return r_.Fail(node, field, "expected release: weight pairs, or `even`").value();
+    }
     Result<Fields> f = Fields::Read(r_, node, field, {});
     if (!f) return f.error();
-    if (f->entries().empty()) return r_.Fail(node, field, "expected release: weight pairs").value();
+    if (f->entries().empty()) {
+      return r_.Fail(node, field, "expected release: weight pairs, or `even`").value();
+    }
     for (const Fields::Entry& e : f->entries()) {
       std::string release;
       GC_RETURN_IF_ERROR(ReadRelease(e.key, Child(field, e.name), &release));

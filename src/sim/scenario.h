@@ -97,7 +97,7 @@ std::span<const std::string_view> FaultParamNames(FaultKind kind);
 //   {at: 60s, deploy: REL, nodes: [..] | all}
 //   {at: 90s, fault: KIND, nodes: .., gpus: "0-3" | all, params: {NAME: NUMBER}}
 //   {at: 200s, clear_fault: KIND, nodes: .., gpus: ..}
-//   {at: 120s, traffic: {REL: WEIGHT, ...}}
+//   {at: 120s, traffic: {REL: WEIGHT, ...}}   (or `traffic: even`: equal per node)
 //   {at: 300s, cordon: node-4 | [node-4, node-5]}
 struct ScenarioEvent {
   enum Kind : std::uint8_t { kDeploy, kFault, kClearFault, kTraffic, kCordon };
@@ -109,7 +109,7 @@ struct ScenarioEvent {
   std::string gpus = "all";        // kFault / kClearFault: "all", "0-3", "0,2,5-7"
   FaultKind fault = FaultKind::kThermal;  // kFault / kClearFault
   std::map<std::string, double> params;   // kFault: kind-specific numbers
-  std::map<std::string, double> weights;  // kTraffic: release -> share of traffic
+  std::map<std::string, double> weights;  // kTraffic: release -> share; empty: even per node
 };
 
 struct Scenario {

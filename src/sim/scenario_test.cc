@@ -243,20 +243,35 @@ TEST(ScenarioTest, EveryShippedScenarioParses) {
     EXPECT_TRUE(s.has_value()) << s.error().ToString();
     ++parsed;
   }
-  EXPECT_GE(parsed, 2);
+  EXPECT_GE(parsed, 12);
 }
 
-TEST(ScenarioTest, PowerBrakeScenarioShape) {
+TEST(ScenarioTest, BadNodePowerBrakeScenarioShape) {
   Result<Scenario> s =
-      LoadScenario(std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/power-brake.yaml");
+      LoadScenario(std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/bad-node-power-brake.yaml");
   ASSERT_TRUE(s.has_value()) << s.error().ToString();
-  EXPECT_GT(s->releases.at("fp8-kernel").power_spikiness, 2);
   ASSERT_EQ(s->events.size(), 3u);
   EXPECT_DOUBLE_EQ(s->events[1].at_s, 60);
   EXPECT_EQ(s->events[2].fault, FaultKind::kPowerBrake);
   EXPECT_DOUBLE_EQ(s->events[2].at_s, 90);
-  EXPECT_THAT(s->events[2].nodes, ElementsAre("node-4"));
+  EXPECT_THAT(s->events[2].nodes, ElementsAre("node-6"));
   EXPECT_THAT(*ExpandGpuSelector(s->events[2].gpus, 8), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(ScenarioTest, TrafficEvenDropsTheWeights) {
+  Result<Scenario> s = ParseScenario(R"(
+duration: 60s
+fleet: [{nodes: "n[1-2]", gpu: h100-sxm}]
+releases: {a: {profile: baseline}}
+events:
+  - {at: 0s, traffic: {a: 1}}
+  - {at: 1s, traffic: even}
+  - {at: 2s, traffic: uneven}
+)",
+                                     "t.yaml");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_THAT(s.error().message(), HasSubstr("t.yaml:8:"));
+  EXPECT_THAT(s.error().message(), HasSubstr("or `even`"));
 }
 
 }  // namespace

@@ -8,15 +8,15 @@
 namespace gpucanary::sim {
 namespace {
 
-// vLLM's help texts (vllm/engine/metrics.py).
-constexpr std::string_view kHelpPrompt = "Number of prefill tokens processed.";
-constexpr std::string_view kHelpGeneration = "Number of generation tokens processed.";
-constexpr std::string_view kHelpSuccess = "Count of successfully processed requests.";
-constexpr std::string_view kHelpRunning = "Number of requests currently running on GPU.";
-constexpr std::string_view kHelpWaiting = "Number of requests waiting to be processed.";
-constexpr std::string_view kHelpCache = "GPU KV-cache usage. 1 means 100 percent usage.";
-constexpr std::string_view kHelpE2e = "Histogram of end to end request latency in seconds.";
-constexpr std::string_view kHelpTtft = "Histogram of time to first token in seconds.";
+// vLLM's help texts (vllm/engine/metrics.py), from kVllmFamilies.
+constexpr std::string_view kHelpRunning = kVllmFamilies[0].help;
+constexpr std::string_view kHelpWaiting = kVllmFamilies[1].help;
+constexpr std::string_view kHelpCache = kVllmFamilies[2].help;
+constexpr std::string_view kHelpPrompt = kVllmFamilies[3].help;
+constexpr std::string_view kHelpGeneration = kVllmFamilies[4].help;
+constexpr std::string_view kHelpSuccess = kVllmFamilies[5].help;
+constexpr std::string_view kHelpTtft = kVllmFamilies[6].help;
+constexpr std::string_view kHelpE2e = kVllmFamilies[7].help;
 
 void AppendHeader(std::string_view name, std::string_view help, std::string_view type,
                   std::string& out) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace gpucanary::sim {
 
@@ -24,6 +25,26 @@ inline constexpr std::array<double, 15> kE2eLatencyBuckets = {
     0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0};
 inline constexpr std::array<double, 16> kTtftBuckets = {
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0};
+
+// The families the simulator's vLLM exposes, in exposition order: the sample
+// name (counters with their "_total"), vLLM's help text, and the # TYPE.
+struct VllmFamilyInfo {
+  std::string_view name;
+  std::string_view help;
+  std::string_view type;
+};
+inline constexpr std::array<VllmFamilyInfo, 8> kVllmFamilies = {{
+    {"vllm:num_requests_running", "Number of requests currently running on GPU.", "gauge"},
+    {"vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge"},
+    {"vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", "gauge"},
+    {"vllm:prompt_tokens_total", "Number of prefill tokens processed.", "counter"},
+    {"vllm:generation_tokens_total", "Number of generation tokens processed.", "counter"},
+    {"vllm:request_success_total", "Count of successfully processed requests.", "counter"},
+    {"vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+     "histogram"},
+    {"vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
+     "histogram"},
+}};
 
 // A Prometheus histogram with N finite upper bounds (+Inf implied).
 template <std::size_t N>

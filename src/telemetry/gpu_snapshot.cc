@@ -1,6 +1,7 @@
 #include "telemetry/gpu_snapshot.h"
 
 #include <cmath>
+#include <optional>
 
 namespace gpucanary::telemetry {
 
@@ -33,7 +34,9 @@ std::string_view HostOf(const expfmt::SampleView& sample) {
 }
 
 void GpuSnapshot::Add(const expfmt::SampleView& sample) {
-  GpuKey key{std::string(HostOf(sample)), std::string(sample.Label("gpu").value_or(""))};
+  const std::optional<std::string_view> gpu = sample.Label("gpu");
+  if (!gpu || gpu->empty()) return;
+  GpuKey key{std::string(HostOf(sample)), std::string(*gpu)};
   GpuState& g = gpus_[key];
   auto set_if = [&](std::string& field, std::string_view label) {
     if (field.empty()) {

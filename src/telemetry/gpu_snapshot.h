@@ -71,6 +71,9 @@ std::string_view HostOf(const expfmt::SampleView& sample);
 
 class GpuSnapshot {
  public:
+  // Folds one sample into its GPU (host + `gpu` label). A sample with no
+  // `gpu` label (an inference server's metrics, say) belongs to no GPU and
+  // is ignored.
   void Add(const expfmt::SampleView& sample);
   const std::map<GpuKey, GpuState>& gpus() const { return gpus_; }
 

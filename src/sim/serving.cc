@@ -1,0 +1,240 @@
+#include "sim/serving.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "core/status.h"
+
+namespace gpucanary::sim {
+namespace {
+
+// A batch of one still streams every weight each iteration, so the DRAM side
+// is busy while the SMs mostly wait: its load is this share of a full batch's.
+constexpr double kDecodeIntensityFloor = 0.3;
+// Lengths are truncated at this multiple of the mean (a context-length limit).
+constexpr double kMaxTokensOverMean = 8;
+
+double ClampSpeed(double speed) {
+  return speed > ServingNode::kMinSpeed ? speed : ServingNode::kMinSpeed;  // NaN too
+}
+
+// The lognormal whose mean is `mean`: E[X] = exp(mu + sigma^2 / 2).
+std::lognormal_distribution<double> LognormalWithMean(double mean, double sigma) {
+  return std::lognormal_distribution<double>(std::log(std::max(mean, 1.0)) - sigma * sigma / 2,
+                                             sigma);
+}
+
+}  // namespace
+
+double DecodeCapacityTokensPerS(const ServingProfile& p, double speed) {
+  const double batch = static_cast<double>(p.max_num_seqs);
+  return ClampSpeed(speed) * batch / (p.iter_base_s + p.iter_per_seq_s * batch);
+}
+
+double SustainableRequestRate(const ServingProfile& p, double speed) {
+  const double s = ClampSpeed(speed);
+  const double prefill_rate = p.prefill_tokens_per_s * s;
+  const double decode = DecodeCapacityTokensPerS(p, s);
+  const double prefill_limit = prefill_rate / p.prompt_tokens_mean;
+  const double decode_limit =
+      decode / (p.output_tokens_mean +
+                decode * (1 - p.prefill_overlap) * p.prompt_tokens_mean / prefill_rate);
+  return std::min(prefill_limit, decode_limit);
+}
+
+ServingNode::ServingNode(const ServingProfile& profile, std::string hostname, std::uint64_t seed)
+    : profile_(profile),
+      rng_(seed),
+      prompt_dist_(LognormalWithMean(profile.prompt_tokens_mean, profile.prompt_tokens_sigma)),
+      output_dist_(LognormalWithMean(profile.output_tokens_mean, profile.output_tokens_sigma)) {
+  GC_CHECK(profile.max_num_seqs > 0, "ServingProfile.max_num_seqs must be positive");
+  GC_CHECK(profile.max_waiting > 0, "ServingProfile.max_waiting must be positive");
+  profile_.prefill_overlap = std::clamp(profile.prefill_overlap, 0.0, 1.0);
+  state_.model_name = profile.model_name;
+  state_.hostname = std::move(hostname);
+  next_arrival_credit_ = unit_exp_(rng_);
+  decoding_.reserve(static_cast<std::size_t>(profile.max_num_seqs));
+  waiting_buf_.resize(std::min<std::size_t>(1024, profile.max_waiting));
+}
+
+std::int32_t ServingNode::DrawTokens(std::lognormal_distribution<double>& dist, double mean) {
+  const double cap = std::max(1.0, std::round(kMaxTokensOverMean * mean));
+  return static_cast<std::int32_t>(std::clamp(std::round(dist(rng_)), 1.0, cap));
+}
+
+void ServingNode::PushWaiting(const Request& r) {
+  if (waiting_size_ == waiting_buf_.size()) {
+    // Full ring: unroll it into a buffer twice the size (up to the cap).
+    std::vector<Request> grown(std::min(waiting_buf_.size() * 2, profile_.max_waiting));
+    for (std::size_t i = 0; i < waiting_size_; ++i) {
+      grown[i] = waiting_buf_[(waiting_head_ + i) % waiting_buf_.size()];
+    }
+    waiting_buf_.swap(grown);
+    waiting_head_ = 0;
+  }
+  waiting_buf_[(waiting_head_ + waiting_size_) % waiting_buf_.size()] = r;
+  ++waiting_size_;
+}
+
+ServingNode::Request ServingNode::PopWaiting() {
+  const Request r = waiting_buf_[waiting_head_];
+  waiting_head_ = (waiting_head_ + 1) % waiting_buf_.size();
+  --waiting_size_;
+  return r;
+}
+
+void ServingNode::Arrive(double t_s) {
+  ++arrived_total_;
+  Request r;
+  r.arrival_s = t_s;
+  r.prompt_tokens = DrawTokens(prompt_dist_, profile_.prompt_tokens_mean);
+  r.output_tokens = DrawTokens(output_dist_, profile_.output_tokens_mean);
+  if (waiting_size_ >= profile_.max_waiting) {
+    ++rejected_total_;
+    return;
+  }
+  PushWaiting(r);
+}
+
+void ServingNode::Finish(const Request& r, double t_s) {
+  state_.e2e_request_latency_seconds.Observe(t_s - r.arrival_s);
+  state_.request_success_total += 1;
+  kv_held_ -= r.prompt_tokens + r.output_tokens;
+}
+
+// The prefill produces the first token (vLLM samples it from the last prompt
+// position), so TTFT is observed and one token counted here.
+void ServingNode::StartDecode(Request& r, double t_s) {
+  state_.time_to_first_token_seconds.Observe(t_s - r.arrival_s);
+  state_.generation_tokens_total += 1;
+  generated_in_step_ += 1;
+  kv_held_ += 1;
+  r.start_s = t_s;
+  r.progress = 1;
+  if (r.output_tokens <= 1) {
+    Finish(r, t_s);
+    return;
+  }
+  decoding_.push_back(r);
+}
+
+// A single FIFO server over [t0, t1): the request in prefill, then the head of
+// the waiting queue while a batch slot and KV room allow. Returns the seconds
+// it spent processing prompts.
+double ServingNode::RunPrefill(double t0, double t1, double rate) {
+  double cursor = t0;
+  double busy = 0;
+  const auto max_seqs = static_cast<std::size_t>(profile_.max_num_seqs);
+  while (true) {
+    if (!prefilling_) {
+      if (waiting_size_ == 0 || num_running() >= max_seqs) break;
+      const Request& head = waiting_buf_[waiting_head_];
+      const bool kv_room =
+          static_cast<double>(kv_held_ + head.prompt_tokens) <= profile_.kv_cache_tokens;
+      if (!kv_room && !decoding_.empty()) break;  // alone it is admitted anyway
+      prefill_ = PopWaiting();
+      prefill_.progress = 0;
+      prefilling_ = true;
+      kv_held_ += prefill_.prompt_tokens;
+      cursor = std::max(cursor, prefill_.arrival_s);
+    }
+    const double before = std::floor(prefill_.progress);
+    const double remaining = prefill_.prompt_tokens - prefill_.progress;
+    const double finish = cursor + remaining / rate;
+    if (finish > t1) {
+      prefill_.progress += (t1 - cursor) * rate;
+      state_.prompt_tokens_total += std::floor(prefill_.progress) - before;
+      busy += t1 - cursor;
+      break;
+    }
+    state_.prompt_tokens_total += prefill_.prompt_tokens - before;
+    busy += finish - cursor;
+    cursor = finish;
+    prefilling_ = false;
+    StartDecode(prefill_, finish);
+  }
+  return busy;
+}
+
+// Continuous batching over [t0, t1): every request in the batch advances at
+// the same token rate; finished ones leave (swap-remove: order is irrelevant).
+void ServingNode::RunDecode(double t0, double t1, double speed, double prefill_busy_s) {
+  decode_active_ = 0;
+  decode_batch_ = static_cast<double>(decoding_.size());
+  if (decoding_.empty()) return;
+  const double dt = t1 - t0;
+  const double batch = decode_batch_;
+  const double t_iter = (profile_.iter_base_s + profile_.iter_per_seq_s * batch) / speed;
+  const double decode_share =
+      std::max(0.0, dt - (1 - profile_.prefill_overlap) * prefill_busy_s) / dt;
+  const double token_rate = decode_share / t_iter;  // tokens per second per request
+  double first_start = t1;
+  double last_end = t0;
+  for (std::size_t i = 0; i < decoding_.size();) {
+    Request& r = decoding_[i];
+    const double start = std::max(t0, r.start_s);
+    const double before = std::floor(r.progress);
+    const double need = r.output_tokens - r.progress;
+    const double can = (t1 - start) * token_rate;
+    first_start = std::min(first_start, start);
+    if (need <= can) {
+      const double end = start + need / token_rate;
+      last_end = std::max(last_end, end);
+      const double emitted = r.output_tokens - before;
+      state_.generation_tokens_total += emitted;
+      generated_in_step_ += emitted;
+      kv_held_ += static_cast<std::int64_t>(emitted);
+      Finish(r, end);
+      r = decoding_.back();
+      decoding_.pop_back();
+      continue;
+    }
+    last_end = t1;
+    r.progress += can;
+    const double emitted = std::floor(r.progress) - before;
+    state_.generation_tokens_total += emitted;
+    generated_in_step_ += emitted;
+    kv_held_ += static_cast<std::int64_t>(emitted);
+    ++i;
+  }
+  decode_active_ = std::clamp((last_end - first_start) / dt, 0.0, 1.0);
+}
+
+void ServingNode::Step(double dt_s, double arrival_rate_per_s, double speed) {
+  GC_CHECK(dt_s > 0, "ServingNode::Step needs dt_s > 0");
+  const double s = ClampSpeed(speed);
+  const double t0 = now_s_;
+  const double t1 = now_s_ + dt_s;
+  generated_in_step_ = 0;
+
+  // Poisson arrivals: each gap is Exp(1) in integrated-rate time.
+  if (arrival_rate_per_s > 0) {
+    double budget = arrival_rate_per_s * dt_s;
+    double t = t0;
+    while (next_arrival_credit_ <= budget) {
+      t += next_arrival_credit_ / arrival_rate_per_s;
+      budget -= next_arrival_credit_;
+      Arrive(std::min(t, t1));
+      next_arrival_credit_ = unit_exp_(rng_);
+    }
+    next_arrival_credit_ -= budget;
+  }
+
+  // Requests that finished prefill this step join the decode batch mid-step.
+  const double prefill_busy = RunPrefill(t0, t1, profile_.prefill_tokens_per_s * s);
+  RunDecode(t0, t1, s, prefill_busy);
+
+  const double batch_share =
+      std::min(1.0, decode_batch_ / static_cast<double>(profile_.max_num_seqs));
+  const double intensity = kDecodeIntensityFloor + (1 - kDecodeIntensityFloor) * batch_share;
+  gpu_load_ = 1 - (1 - decode_active_ * intensity) * (1 - std::min(1.0, prefill_busy / dt_s));
+  tokens_per_second_ = generated_in_step_ / dt_s;
+  state_.num_requests_running = static_cast<double>(num_running());
+  state_.num_requests_waiting = static_cast<double>(waiting_size_);
+  state_.gpu_cache_usage_perc =
+      std::clamp(static_cast<double>(kv_held_) / profile_.kv_cache_tokens, 0.0, 1.0);
+  now_s_ = t1;
+}
+
+}  // namespace gpucanary::sim

@@ -1,0 +1,394 @@
+#include "sim/serving.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "expfmt/reader.h"
+
+namespace gpucanary::sim {
+namespace {
+
+constexpr double kDt = 0.1;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+// What a Prometheus query over a window [warm-up, end] of one run would see.
+struct Window {
+  double seconds = 0;
+  VllmHistogram<kE2eLatencyBuckets.size()> e2e;
+  VllmHistogram<kTtftBuckets.size()> ttft;
+  double generated = 0;
+  double prompt = 0;
+  double succeeded = 0;
+  double mean_in_system = 0;  // waiting + running, averaged over the window's steps
+  double mean_load = 0;
+  std::size_t max_waiting = 0;
+  std::size_t waiting_at_half = 0;  // waiting queue half-way through the window
+  std::size_t waiting_at_end = 0;
+
+  double p99() const { return HistogramQuantile(e2e, 0.99); }
+  double mean_e2e() const { return e2e.sum / static_cast<double>(e2e.count); }
+};
+
+// Runs one node at a constant rate and speed and measures after `warmup_s`.
+Window RunNode(double rps, double speed, double seconds, double warmup_s = 60,
+               std::uint64_t seed = 7, const ServingProfile& profile = ServingProfile{}) {
+  ServingNode node(profile, "node-1", seed);
+  const int steps = static_cast<int>(std::lround(seconds / kDt));
+  const int warm = static_cast<int>(std::lround(warmup_s / kDt));
+  VllmState start;
+  Window w;
+  w.seconds = seconds - warmup_s;
+  double in_system = 0;
+  double load = 0;
+  for (int i = 0; i < steps; ++i) {
+    node.Step(kDt, rps, speed);
+    if (i + 1 == warm) start = node.state();
+    if (i + 1 <= warm) continue;
+    in_system += static_cast<double>(node.num_waiting() + node.num_running());
+    load += node.gpu_load();
+    w.max_waiting = std::max(w.max_waiting, node.num_waiting());
+    if (i + 1 == (warm + steps) / 2) w.waiting_at_half = node.num_waiting();
+  }
+  const VllmState& end = node.state();
+  w.e2e = HistogramDelta(end.e2e_request_latency_seconds, start.e2e_request_latency_seconds);
+  w.ttft = HistogramDelta(end.time_to_first_token_seconds, start.time_to_first_token_seconds);
+  w.generated = end.generation_tokens_total - start.generation_tokens_total;
+  w.prompt = end.prompt_tokens_total - start.prompt_tokens_total;
+  w.succeeded = end.request_success_total - start.request_success_total;
+  w.mean_in_system = in_system / (steps - warm);
+  w.mean_load = load / (steps - warm);
+  w.waiting_at_end = node.num_waiting();
+  return w;
+}
+
+// --- HistogramQuantile, against values computed by hand -------------------
+
+VllmHistogram<kE2eLatencyBuckets.size()> E2e(const std::vector<double>& values) {
+  VllmHistogram<kE2eLatencyBuckets.size()> h{&kE2eLatencyBuckets};
+  for (double v : values) h.Observe(v);
+  return h;
+}
+
+TEST(HistogramQuantileTest, InterpolatesLinearlyInsideTheBucket) {
+  // 6 observations in (0, 0.3], 4 in (0.3, 0.5].
+  std::vector<double> v(6, 0.2);
+  v.insert(v.end(), 4, 0.4);
+  const auto h = E2e(v);
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 0.5), 0.3 * 5 / 6);        // rank 5 of 6 in bucket 0
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 0.6), 0.3);                // rank 6: bucket 0's top
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 0.8), 0.3 + 0.2 * 2 / 4);  // rank 8: 2 of 4 in bucket 1
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 1.0), 0.5);
+}
+
+TEST(HistogramQuantileTest, SkipsEmptyBucketsAndStartsTheFirstAtZero) {
+  // 10 observations at 12 s: all in (10, 15].
+  const auto h = E2e(std::vector<double>(10, 12.0));
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 0.5), 12.5);
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 0.99), 10 + 5 * 0.99);
+  const auto first = E2e(std::vector<double>(4, 0.1));
+  EXPECT_DOUBLE_EQ(HistogramQuantile(first, 0.25), 0.075);
+}
+
+TEST(HistogramQuantileTest, RankInTheInfBucketGivesTheHighestFiniteBound) {
+  std::vector<double> v(98, 0.2);
+  v.push_back(100);
+  v.push_back(1000);
+  const auto h = E2e(v);
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 0.98), 0.3);
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 0.99), 60.0);
+  EXPECT_DOUBLE_EQ(HistogramQuantile(h, 1.0), 60.0);
+}
+
+TEST(HistogramQuantileTest, SpecialCasesFollowPrometheus) {
+  const auto empty = E2e({});
+  EXPECT_TRUE(std::isnan(HistogramQuantile(empty, 0.5)));
+  const auto h = E2e({1.0});
+  EXPECT_EQ(HistogramQuantile(h, -0.1), -kInf);
+  EXPECT_EQ(HistogramQuantile(h, 1.1), kInf);
+  EXPECT_TRUE(std::isnan(HistogramQuantile(h, kNan)));
+  // q = 0 with an empty first bucket: Prometheus computes 0 * (0 / 0).
+  EXPECT_TRUE(std::isnan(HistogramQuantile(h, 0.0)));
+}
+
+TEST(HistogramQuantileTest, DeltaIsTheWindowBetweenTwoReadings) {
+  auto h = E2e({0.2, 0.2, 12.0});
+  const auto before = h;
+  h.Observe(40.0);
+  h.Observe(45.0);
+  const auto d = HistogramDelta(h, before);
+  EXPECT_EQ(d.count, 2u);
+  EXPECT_DOUBLE_EQ(d.sum, 85.0);
+  EXPECT_EQ(d.buckets[0], 0u);
+  EXPECT_DOUBLE_EQ(HistogramQuantile(d, 0.5), 40.0);  // rank 1: the top of (30, 40]
+  EXPECT_DOUBLE_EQ(HistogramQuantile(d, 1.0), 50.0);
+}
+
+// --- The serving model ---------------------------------------------------
+
+TEST(ServingNodeTest, NoTrafficMeansAnIdleNode) {
+  ServingNode node(ServingProfile{}, "node-1", 1);
+  for (int i = 0; i < 600; ++i) node.Step(kDt, 0, 1.0);
+  EXPECT_EQ(node.gpu_load(), 0);
+  EXPECT_EQ(node.tokens_per_second(), 0);
+  EXPECT_EQ(node.arrived_total(), 0u);
+  EXPECT_EQ(node.state().generation_tokens_total, 0);
+  EXPECT_EQ(node.state().num_requests_running, 0);
+  EXPECT_EQ(node.state().gpu_cache_usage_perc, 0);
+  EXPECT_EQ(node.state().e2e_request_latency_seconds.count, 0u);
+}
+
+TEST(ServingNodeTest, DrainsToIdleWhenTrafficStops) {
+  ServingNode node(ServingProfile{}, "node-1", 2);
+  for (int i = 0; i < 300; ++i) node.Step(kDt, 50, 1.0);
+  EXPECT_GT(node.num_running(), 50u);
+  EXPECT_GT(node.gpu_load(), 0.5);
+  for (int i = 0; i < 300; ++i) node.Step(kDt, 0, 1.0);  // cordoned: 30 s, longer than any request
+  EXPECT_EQ(node.num_running(), 0u);
+  EXPECT_EQ(node.num_waiting(), 0u);
+  EXPECT_EQ(node.kv_tokens_held(), 0);
+  EXPECT_EQ(node.gpu_load(), 0);
+  EXPECT_EQ(node.tokens_per_second(), 0);
+  EXPECT_EQ(node.state().request_success_total, static_cast<double>(node.arrived_total()));
+}
+
+TEST(ServingNodeTest, UnderCapacityThroughputIsTheOfferedLoad) {
+  const ServingProfile p;
+  const Window w = RunNode(50, 1.0, 660);
+  EXPECT_NEAR(w.succeeded / w.seconds, 50, 50 * 0.03);
+  EXPECT_NEAR(w.generated / w.seconds, 50 * p.output_tokens_mean, 50 * p.output_tokens_mean * 0.03);
+  EXPECT_NEAR(w.prompt / w.seconds, 50 * p.prompt_tokens_mean, 50 * p.prompt_tokens_mean * 0.03);
+  EXPECT_LT(w.max_waiting, 50u);  // short queues
+  EXPECT_LT(w.p99(), 10.0);       // a few seconds
+  EXPECT_GT(w.p99(), 2.0);        // 200 tokens at ~15 ms an iteration
+  EXPECT_LT(HistogramQuantile(w.ttft, 0.99), 0.5);
+  EXPECT_GT(w.mean_load, 0.5);
+  EXPECT_LT(w.mean_load, 1.0);
+}
+
+TEST(ServingNodeTest, LittlesLawHolds) {
+  // L = lambda * W: requests in the node = completion rate * mean e2e latency,
+  // at nominal speed and at one where the batch fills and requests queue.
+  for (double speed : {1.0, 0.72}) {
+    const Window w = RunNode(45, speed, 660);
+    const double lambda = w.succeeded / w.seconds;
+    EXPECT_NEAR(w.mean_in_system, lambda * w.mean_e2e(), w.mean_in_system * 0.01) << speed;
+  }
+}
+
+TEST(ServingNodeTest, LightLoadLatencyIsPrefillThenDecodeIterations) {
+  // 2 req/s: no queueing, a batch of ~5, so TTFT = prompt / prefill rate and
+  // e2e = TTFT + (output - 1) iterations of (iter_base + iter_per_seq * B).
+  const ServingProfile p;
+  const Window w = RunNode(2, 1.0, 1860);
+  const double ttft = w.ttft.sum / static_cast<double>(w.ttft.count);
+  EXPECT_NEAR(ttft, p.prompt_tokens_mean / p.prefill_tokens_per_s, 0.1 * ttft);
+  const double batch = w.mean_in_system;
+  const double t_iter = p.iter_base_s + p.iter_per_seq_s * batch;
+  EXPECT_NEAR(w.mean_e2e(), ttft + (p.output_tokens_mean - 1) * t_iter, 0.02 * w.mean_e2e());
+  // Twice as slow: every phase takes twice as long.
+  const Window half = RunNode(2, 0.5, 1860);
+  EXPECT_NEAR(half.mean_e2e(), 2 * w.mean_e2e(), 0.05 * w.mean_e2e());
+}
+
+TEST(ServingNodeTest, LatencyBlowsUpNonlinearlyWhenCapacityFallsUnderTheLoad) {
+  const Window nominal = RunNode(50, 1.0, 660);
+  const Window slow = RunNode(50, 0.6, 660);
+  EXPECT_GT(slow.p99(), 5 * nominal.p99());
+  EXPECT_GT(slow.mean_e2e(), 10 * nominal.mean_e2e());
+  // Capacity under demand: the waiting queue grows without bound.
+  EXPECT_GT(slow.waiting_at_half, 1000u);
+  EXPECT_GT(slow.waiting_at_end, slow.waiting_at_half + 1000);
+  EXPECT_LT(slow.generated / slow.seconds, 0.85 * 50 * ServingProfile{}.output_tokens_mean);
+  // A full batch: the GPUs are saturated.
+  EXPECT_GT(slow.mean_load, 0.98);
+  // TTFT includes the queueing: past vLLM's top TTFT bucket.
+  EXPECT_EQ(HistogramQuantile(slow.ttft, 0.5), kTtftBuckets.back());
+}
+
+TEST(ServingNodeTest, SustainableRateSeparatesBoundedFromGrowingQueues) {
+  const ServingProfile p;
+  for (double speed : {1.0, 0.6}) {
+    const double capacity = SustainableRequestRate(p, speed);
+    const Window under = RunNode(0.85 * capacity, speed, 660);
+    EXPECT_LT(under.max_waiting, 200u) << speed;
+    const double rate = 1.15 * capacity;
+    const Window over = RunNode(rate, speed, 660);
+    // The queue grows at the excess rate, within the model's approximations.
+    const double growth =
+        static_cast<double>(over.waiting_at_end - over.waiting_at_half) / (over.seconds / 2);
+    EXPECT_NEAR(growth, rate - capacity, 0.3 * (rate - capacity)) << speed;
+  }
+  EXPECT_NEAR(DecodeCapacityTokensPerS(p, 1.0), 256 / (0.012 + 0.000015 * 256), 1e-9);
+  EXPECT_NEAR(SustainableRequestRate(p, 0.5), 0.5 * SustainableRequestRate(p, 1.0), 1e-9);
+}
+
+// The table in docs/simulator.md ("Serving model (vLLM)"):
+//   build/h2/src/sim/sim_test --gtest_filter=ServingNodeTest.P99VersusSpeedAtFiftyRps
+TEST(ServingNodeTest, P99VersusSpeedAtFiftyRps) {
+  std::printf(
+      "| speed | capacity req/s | tokens/s | p50 e2e s | p99 e2e s | mean e2e s | "
+      "p99 TTFT s | waiting at 11 min |\n");
+  double previous_mean = 0;
+  for (double speed : {1.0, 0.9, 0.8, 0.75, 0.7, 0.6, 0.5}) {
+    const Window w = RunNode(50, speed, 660);
+    std::printf("| %.2f | %.1f | %.0f | %.2f | %.2f | %.2f | %.3f | %zu |\n", speed,
+                SustainableRequestRate(ServingProfile{}, speed), w.generated / w.seconds,
+                HistogramQuantile(w.e2e, 0.5), w.p99(), w.mean_e2e(),
+                HistogramQuantile(w.ttft, 0.99), w.waiting_at_end);
+    EXPECT_GT(w.mean_e2e(), previous_mean) << speed;
+    previous_mean = w.mean_e2e();
+  }
+}
+
+TEST(ServingNodeTest, CountersOnlyGrowAndGaugesStayInRange) {
+  const ServingProfile p;
+  ServingNode node(p, "node-1", 3);
+  VllmState last = node.state();
+  for (int i = 0; i < 3000; ++i) {
+    const double rate = 40 + 30 * std::sin(i / 300.0);
+    const double speed = i % 500 < 250 ? 1.0 : 0.5;
+    node.Step(kDt, rate, speed);
+    const VllmState& s = node.state();
+    ASSERT_GE(s.generation_tokens_total, last.generation_tokens_total);
+    ASSERT_GE(s.prompt_tokens_total, last.prompt_tokens_total);
+    ASSERT_GE(s.request_success_total, last.request_success_total);
+    ASSERT_GE(s.e2e_request_latency_seconds.count, last.e2e_request_latency_seconds.count);
+    ASSERT_GE(s.e2e_request_latency_seconds.sum, last.e2e_request_latency_seconds.sum);
+    ASSERT_GE(s.time_to_first_token_seconds.count, last.time_to_first_token_seconds.count);
+    for (std::size_t b = 0; b < kE2eLatencyBuckets.size(); ++b) {
+      ASSERT_GE(s.e2e_request_latency_seconds.buckets[b],
+                last.e2e_request_latency_seconds.buckets[b]);
+    }
+    ASSERT_EQ(s.generation_tokens_total, std::floor(s.generation_tokens_total));  // whole tokens
+    ASSERT_EQ(s.prompt_tokens_total, std::floor(s.prompt_tokens_total));
+    ASSERT_LE(s.num_requests_running, p.max_num_seqs);
+    ASSERT_GE(s.gpu_cache_usage_perc, 0);
+    ASSERT_LE(s.gpu_cache_usage_perc, 1);
+    ASSERT_GE(node.gpu_load(), 0);
+    ASSERT_LE(node.gpu_load(), 1);
+    ASSERT_EQ(s.e2e_request_latency_seconds.count,
+              static_cast<std::uint64_t>(s.request_success_total));
+    // Every request that arrived is waiting, running, finished or rejected.
+    ASSERT_EQ(node.arrived_total(), node.num_waiting() + node.num_running() +
+                                        s.e2e_request_latency_seconds.count +
+                                        node.rejected_total());
+    last = s;
+  }
+}
+
+TEST(ServingNodeTest, WaitingQueueIsCappedAndRejectionsCounted) {
+  ServingProfile p;
+  p.max_waiting = 3000;  // past the ring's first size, so it grows, then stops
+  ServingNode node(p, "node-1", 4);
+  std::size_t most = 0;
+  for (int i = 0; i < 600; ++i) {
+    node.Step(kDt, 200, 0.2);
+    most = std::max(most, node.num_waiting());
+  }
+  EXPECT_EQ(most, 3000u);
+  EXPECT_GE(node.num_waiting(), 2990u);  // a few admitted in the last step
+  EXPECT_GT(node.rejected_total(), 5000u);
+  EXPECT_EQ(node.state().num_requests_waiting, static_cast<double>(node.num_waiting()));
+  // The queue still drains in FIFO order once the load goes.
+  const double finished = node.state().request_success_total;
+  for (int i = 0; i < 600; ++i) node.Step(kDt, 0, 1.0);
+  EXPECT_GT(node.state().request_success_total, finished + 2500);
+}
+
+TEST(ServingNodeTest, ZeroNegativeAndNanSpeedCrawlWithoutNans) {
+  ServingNode node(ServingProfile{}, "node-1", 5);
+  for (int i = 0; i < 100; ++i) node.Step(kDt, 50, i % 3 == 0 ? 0.0 : (i % 3 == 1 ? -1.0 : kNan));
+  EXPECT_GT(node.arrived_total(), 400u);
+  // At speed 0.001 prompts go at 40 tokens/s: at most a short one or two
+  // got through in 10 s.
+  EXPECT_LE(node.state().time_to_first_token_seconds.count, 2u);
+  EXPECT_GT(node.gpu_load(), 0.99);  // busy on the prompt, however slowly
+  // A NaN rate brings nothing new; the backlog drains at full speed.
+  const std::uint64_t arrived = node.arrived_total();
+  for (int i = 0; i < 300; ++i) node.Step(kDt, kNan, 1.0);
+  EXPECT_EQ(node.arrived_total(), arrived);
+  EXPECT_EQ(node.state().request_success_total, static_cast<double>(arrived));
+  EXPECT_TRUE(std::isfinite(node.state().e2e_request_latency_seconds.sum));
+  EXPECT_EQ(node.gpu_load(), 0);
+}
+
+TEST(ServingNodeTest, LoadGrowsWithTheBatchAndReachesOneWhenSaturated) {
+  const Window light = RunNode(5, 1.0, 160);
+  const Window typical = RunNode(50, 1.0, 160);
+  const Window saturated = RunNode(100, 1.0, 160);
+  EXPECT_GT(light.mean_load, 0.1);
+  EXPECT_LT(light.mean_load, typical.mean_load - 0.2);
+  EXPECT_GT(saturated.mean_load, 0.99);
+}
+
+std::string Rendered(std::uint64_t seed, int steps) {
+  ServingNode node(ServingProfile{}, "node-1", seed);
+  for (int i = 0; i < steps; ++i) node.Step(kDt, 50, i < steps / 2 ? 1.0 : 0.7);
+  std::string out;
+  RenderVllmExposition(node.state(), out);
+  return out;
+}
+
+TEST(ServingNodeTest, SameSeedSameStateOtherSeedOtherState) {
+  EXPECT_EQ(Rendered(11, 1200), Rendered(11, 1200));
+  EXPECT_NE(Rendered(11, 1200), Rendered(12, 1200));
+}
+
+TEST(ServingNodeTest, RenderedExpositionParsesBack) {
+  ServingNode node(ServingProfile{}, "node-7", 9);
+  for (int i = 0; i < 1200; ++i) node.Step(kDt, 50, i < 600 ? 1.0 : 0.6);
+  std::string text;
+  RenderVllmExposition(node.state(), text);
+
+  std::map<std::string, double> value;  // sample name (+ le) -> value
+  std::map<std::string, expfmt::MetricType> type;
+  const expfmt::ReadReport report = expfmt::ReadBuffer(
+      text, expfmt::Format::kPrometheusText, "node-7", expfmt::ReadOptions{},
+      [&](const expfmt::SampleView& s, std::string_view family, expfmt::MetricType t) {
+        EXPECT_EQ(*s.Label("Hostname"), "node-7");
+        EXPECT_EQ(*s.Label("model_name"), "meta-llama/Llama-3.1-70B-Instruct");
+        std::string key(s.name);
+        if (const auto le = s.Label("le")) key += "{le=" + std::string(*le) + "}";
+        value[key] = s.value;
+        type[std::string(family)] = t;
+      });
+  ASSERT_TRUE(report.ok()) << (report.messages.empty() ? "" : report.messages[0]);
+  EXPECT_EQ(report.stats.duplicate_samples, 0u);
+  const VllmState& s = node.state();
+  EXPECT_EQ(type["vllm:e2e_request_latency_seconds"], expfmt::MetricType::kHistogram);
+  EXPECT_EQ(type["vllm:generation_tokens_total"], expfmt::MetricType::kCounter);
+  EXPECT_EQ(value["vllm:generation_tokens_total"], s.generation_tokens_total);
+  EXPECT_EQ(value["vllm:num_requests_waiting"], s.num_requests_waiting);
+  EXPECT_GT(value["vllm:num_requests_waiting"], 100);
+  EXPECT_EQ(value["vllm:e2e_request_latency_seconds_count"],
+            static_cast<double>(s.e2e_request_latency_seconds.count));
+  EXPECT_EQ(value["vllm:e2e_request_latency_seconds_bucket{le=+Inf}"],
+            static_cast<double>(s.e2e_request_latency_seconds.count));
+  EXPECT_NEAR(value["vllm:e2e_request_latency_seconds_sum"], s.e2e_request_latency_seconds.sum,
+              1e-6 * s.e2e_request_latency_seconds.sum);
+  // The quantile from the parsed cumulative buckets equals the one from the state.
+  VllmHistogram<kE2eLatencyBuckets.size()> parsed{&kE2eLatencyBuckets};
+  double below = 0;
+  std::string le_text;
+  for (std::size_t i = 0; i < kE2eLatencyBuckets.size(); ++i) {
+    le_text.clear();
+    AppendPythonFloat(kE2eLatencyBuckets[i], le_text);
+    const double cumulative = value["vllm:e2e_request_latency_seconds_bucket{le=" + le_text + "}"];
+    parsed.buckets[i] = static_cast<std::uint64_t>(cumulative - below);
+    below = cumulative;
+  }
+  parsed.count = s.e2e_request_latency_seconds.count;
+  EXPECT_DOUBLE_EQ(HistogramQuantile(parsed, 0.99),
+                   HistogramQuantile(s.e2e_request_latency_seconds, 0.99));
+}
+
+}  // namespace
+}  // namespace gpucanary::sim

@@ -1,0 +1,241 @@
+// Integration: a real Prometheus (Debian's `prometheus` package) scrapes a
+// fleet served by `gpucanary sim` every second, and sees every dcgm-exporter
+// and vLLM endpoint up, with no scrape errors, with the samples the scenario
+// implies. Both programs run as separate processes on loopback, on ports the
+// OS picks; the test waits on conditions (polling), never on fixed sleeps.
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/http_client.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kPrometheus = "/usr/bin/prometheus";
+
+// A child process, killed (SIGTERM, then SIGKILL) when this goes away.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const fs::path& log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* out = std::fopen(log.c_str(), "w");
+      if (out != nullptr) {
+        dup2(fileno(out), 1);
+        dup2(fileno(out), 2);
+      }
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~Child() { Stop(); }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // True while the process runs.
+  bool Running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    return true;
+  }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// A port free right now (bound, read, released): Prometheus cannot report
+// the port it chose for :0.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+// Polls `done` every 100 ms until it holds or `seconds` pass.
+bool WaitFor(double seconds, const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class PrometheusSimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kPrometheus))
+        << kPrometheus << " is missing: scripts/install-deps.sh installs Debian's prometheus";
+    dir_ = fs::temp_directory_path() /
+           ("gpucanary-prom-" + std::to_string(getpid()) + "-" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    prometheus_.reset();
+    sim_.reset();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // GET /api/v1/...; the parsed "data" of a successful answer.
+  Json Api(const std::string& path_and_query) {
+    gpucanary::Result<gpucanary::net::HttpResponse> r =
+        gpucanary::net::Fetch(prom_url_ + "/api/v1/" + path_and_query);
+    if (!r || r->status != 200) return Json();
+    Json j = Json::parse(r->body, nullptr, false);
+    if (j.is_discarded() || j.value("status", "") != "success") return Json();
+    return j["data"];
+  }
+
+  // The single value of an instant query, or NaN.
+  double Scalar(const std::string& promql) {
+    std::string q;
+    for (char c : promql) {
+      if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.') {
+        q += c;
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+        q += buf;
+      }
+    }
+    Json d = Api("query?query=" + q);
+    if (!d.is_object() || d["result"].empty()) return std::nan("");
+    return std::stod(d["result"][0]["value"][1].get<std::string>());
+  }
+
+  fs::path dir_;
+  std::string prom_url_;
+  std::unique_ptr<Child> sim_;
+  std::unique_ptr<Child> prometheus_;
+};
+
+TEST_F(PrometheusSimTest, PrometheusScrapesTheWholeFleetEverySecondWithoutErrors) {
+  const fs::path targets = dir_ / "targets.json";
+  sim_ = std::make_unique<Child>(
+      std::vector<std::string>{GPUCANARY_BIN, "sim", "--scenario",
+                               std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/power-brake.yaml",
+                               "--base-port", "0", "--control-port", "0", "--targets-file",
+                               targets.string()},
+      dir_ / "sim.log");
+  ASSERT_TRUE(WaitFor(30, [&] { return fs::exists(targets); }))
+      << "gpucanary sim wrote no targets file: " << ReadFile(dir_ / "sim.log");
+  const Json groups = Json::parse(ReadFile(targets));
+  ASSERT_EQ(groups.size(), 16U);  // 8 nodes x (dcgm, vllm)
+
+  const int port = FreePort();
+  prom_url_ = "http://127.0.0.1:" + std::to_string(port);
+  std::ofstream(dir_ / "prometheus.yml") << "global:\n"
+                                         << "  scrape_interval: 1s\n"
+                                         << "  scrape_timeout: 900ms\n"
+                                         << "scrape_configs:\n"
+                                         << "  - job_name: sim\n"
+                                         << "    file_sd_configs:\n"
+                                         << "      - files: ['" << targets.string() << "']\n";
+  prometheus_ = std::make_unique<Child>(
+      std::vector<std::string>{kPrometheus, "--config.file=" + (dir_ / "prometheus.yml").string(),
+                               "--storage.tsdb.path=" + (dir_ / "data").string(),
+                               "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+      dir_ / "prometheus.log");
+
+  // Every target scraped at least 6 times (6 s at 1 s), all up.
+  const std::string enough = "count(count_over_time(up{job=\"sim\"}[30s]) >= 6)";
+  ASSERT_TRUE(WaitFor(60, [&] { return Scalar(enough) == 16; }))
+      << "prometheus log:\n"
+      << ReadFile(dir_ / "prometheus.log") << "\nsim log:\n"
+      << ReadFile(dir_ / "sim.log");
+  ASSERT_TRUE(sim_->Running());
+
+  const Json active = Api("targets?state=active")["activeTargets"];
+  ASSERT_EQ(active.size(), 16U);
+  for (const Json& t : active) {
+    EXPECT_EQ(t["health"], "up") << t.dump();
+    EXPECT_EQ(t["lastError"], "") << t.dump();
+    EXPECT_EQ(t["scrapeInterval"], "1s");
+  }
+  // Never down, and the interval really is 1 s: ~ one sample of up per second.
+  EXPECT_EQ(Scalar("min(min_over_time(up{job=\"sim\"}[1m]))"), 1);
+  EXPECT_EQ(Scalar("count(up{job=\"sim\"} == 1)"), 16);
+  EXPECT_NEAR(Scalar("avg(count_over_time(up{job=\"sim\"}[5s]))"), 5, 1);
+  // No sample the TSDB refused, no scrape that failed to parse (Prometheus's
+  // own /metrics).
+  gpucanary::Result<gpucanary::net::HttpResponse> own =
+      gpucanary::net::Fetch(prom_url_ + "/metrics");
+  ASSERT_TRUE(own.has_value());
+  int checked = 0;
+  std::istringstream lines(own->body);
+  for (std::string line; std::getline(lines, line);) {
+    for (const char* name : {"prometheus_target_scrapes_sample_out_of_order_total ",
+                             "prometheus_target_scrapes_sample_duplicate_timestamp_total ",
+                             "prometheus_target_scrapes_sample_out_of_bounds_total ",
+                             "prometheus_target_scrapes_exceeded_sample_limit_total "}) {
+      if (line.rfind(name, 0) == 0) {
+        EXPECT_EQ(std::stod(line.substr(std::string(name).size())), 0) << line;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4);
+  // What the scenario implies: 64 GPUs at full clock before the canary
+  // (t = 60 s), 8 vLLM servers generating tokens.
+  EXPECT_EQ(Scalar("count(DCGM_FI_DEV_SM_CLOCK)"), 64);
+  EXPECT_EQ(Scalar("count(DCGM_FI_DEV_SM_CLOCK{modelName=\"NVIDIA H100 80GB HBM3\"} > 1900)"), 64);
+  EXPECT_EQ(Scalar("count(rate(vllm:generation_tokens_total[5s]) > 1000)"), 8);
+  EXPECT_GT(Scalar("sum(rate(vllm:generation_tokens_total[5s]))"), 40000);
+  EXPECT_EQ(Scalar("count(vllm:e2e_request_latency_seconds_bucket{le=\"+Inf\"})"), 8);
+}
+
+}  // namespace
