@@ -232,6 +232,33 @@ TEST_F(CliTest, SimOfflineWritesACheckableRecordingTruthAndReleases) {
   EXPECT_EQ(Slurp(dir_ / "out" / "telemetry.om"), Slurp(dir_ / "again" / "telemetry.om"));
 }
 
+TEST_F(CliTest, SimOfflineSplitsCanaryAndBaselineNodes) {
+  const fs::path scenario = dir_ / "s.yaml";
+  std::ofstream(scenario) << "duration: 20s\nfleet: [{nodes: \"n[1-3]\", gpu: h100-sxm, gpus: 2}]\n"
+                             "releases: {a: {profile: baseline}}\ntraffic: {rps: 30}\n"
+                             "events:\n  - {at: 0s, deploy: a, nodes: all}\n";
+  const fs::path out = dir_ / "out";
+  RunResult r = Run("sim --scenario " + scenario.string() + " --offline " + out.string() +
+                    " --canary-nodes n2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(out / "telemetry.om"));
+  const std::string canary = Slurp(out / "canary.om");
+  const std::string baseline = Slurp(out / "baseline.om");
+  EXPECT_NE(canary.find("Hostname=\"n2\""), std::string::npos);
+  EXPECT_EQ(canary.find("Hostname=\"n1\""), std::string::npos);
+  EXPECT_EQ(baseline.find("Hostname=\"n2\""), std::string::npos);
+  EXPECT_NE(baseline.find("Hostname=\"n3\""), std::string::npos);
+  EXPECT_EQ(Run("check " + (out / "canary.om").string()).exit_code, 0);
+  EXPECT_EQ(Run("check " + (out / "baseline.om").string()).exit_code, 0);
+
+  const fs::path bad = dir_ / "bad";
+  r = Run("sim --scenario " + scenario.string() + " --offline " + bad.string() +
+          " --canary-nodes n9");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--canary-nodes: unknown node 'n9'"));
+  EXPECT_FALSE(fs::exists(bad / "canary.om"));
+}
+
 TEST_F(CliTest, SimRejectsABadScenarioWithItsPosition) {
   const fs::path scenario = dir_ / "bad.yaml";
   std::ofstream(scenario) << "duration: 30s\nfleet: [{nodes: n1, gpu: h100-sxm}]\n"

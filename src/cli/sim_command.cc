@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -16,10 +17,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "cli/command.h"
 #include "core/clock.h"
@@ -35,6 +38,7 @@ namespace {
 struct SimFlags {
   std::string scenario;
   std::string offline_dir;
+  std::vector<std::string> canary_nodes;
   bool gzip = false;
   double duration_s = 0;  // 0: the scenario's
   double scrape_interval_s = 1;
@@ -74,17 +78,44 @@ Status RunOffline(const sim::Scenario& scenario, const SimFlags& flags, CommandC
                   "cannot create '" + flags.offline_dir + "': " + error.message());
   }
   const std::string dir = flags.offline_dir + "/";
-  const std::string telemetry = dir + (flags.gzip ? "telemetry.om.gz" : "telemetry.om");
+  const std::string ext = flags.gzip ? ".om.gz" : ".om";
   sim::Engine engine(scenario);
-  auto writer = recording::RecordingWriter::Open(telemetry);
-  if (!writer) return writer.error();
+  for (const std::string& host : flags.canary_nodes) {
+    if (!engine.FindNode(host)) {
+      return Status(StatusCode::kInvalidArgument, "--canary-nodes: unknown node '" + host + "'");
+    }
+  }
+  // One recording for the fleet, or with --canary-nodes one for the canary
+  // nodes and one for the rest (the baseline), as `gpucanary judge` takes them.
+  std::vector<std::unique_ptr<recording::RecordingWriter>> writers;
+  std::vector<recording::RecordingWriter*> per_node(engine.node_count());
+  std::string telemetry;
+  const auto open = [&](const std::string& name) -> Result<recording::RecordingWriter*> {
+    auto w = recording::RecordingWriter::Open(dir + name + ext);
+    if (!w) return Error(w.error());
+    writers.push_back(std::move(*w));
+    telemetry += (telemetry.empty() ? "" : ", ") + dir + name + ext;
+    return writers.back().get();
+  };
+  if (flags.canary_nodes.empty()) {
+    Result<recording::RecordingWriter*> all = open("telemetry");
+    if (!all) return all.error();
+    std::fill(per_node.begin(), per_node.end(), *all);
+  } else {
+    Result<recording::RecordingWriter*> canary = open("canary");
+    if (!canary) return canary.error();
+    Result<recording::RecordingWriter*> baseline = open("baseline");
+    if (!baseline) return baseline.error();
+    std::fill(per_node.begin(), per_node.end(), *baseline);
+    for (const std::string& host : flags.canary_nodes) per_node[*engine.FindNode(host)] = *canary;
+  }
   sim::OfflineOptions options;
   options.duration_s = flags.duration_s > 0 ? flags.duration_s : scenario.duration_s;
   options.scrape_interval_s = flags.scrape_interval_s;
   const auto t0 = std::chrono::steady_clock::now();
-  Result<sim::OfflineStats> stats = sim::WriteScenarioRecording(engine, options, **writer);
+  Result<sim::OfflineStats> stats = sim::WriteScenarioRecording(engine, options, per_node);
   if (!stats) return stats.error();
-  GC_RETURN_IF_ERROR((*writer)->Close());
+  for (auto& w : writers) GC_RETURN_IF_ERROR(w->Close());
   GC_RETURN_IF_ERROR(sim::WriteTruthJsonl(engine.Truth(), dir + "truth.jsonl"));
   GC_RETURN_IF_ERROR(sim::WriteReleasesJsonl(engine.releases(), dir + "releases.jsonl"));
   const double seconds =
@@ -151,7 +182,10 @@ void RegisterSimCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--scenario", flags->scenario, "Scenario YAML file (see scenarios/)")->required();
   cmd->add_option("--offline", flags->offline_dir,
                   "Run on simulated time and write DIR/telemetry.om, truth.jsonl, releases.jsonl");
-  cmd->add_flag("--gzip", flags->gzip, "Offline: write telemetry.om.gz");
+  cmd->add_flag("--gzip", flags->gzip, "Offline: write .om.gz recordings");
+  cmd->add_option("--canary-nodes", flags->canary_nodes,
+                  "Offline: write these nodes to canary.om and the rest to baseline.om")
+      ->delimiter(',');
   cmd->add_option("--duration", flags->duration_s,
                   "Offline: seconds to simulate (default: the scenario's)")
       ->check(CLI::NonNegativeNumber);

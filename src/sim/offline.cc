@@ -1,5 +1,6 @@
 #include "sim/offline.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -154,9 +155,24 @@ Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
 
 Result<OfflineStats> WriteScenarioRecording(Engine& engine, const OfflineOptions& options,
                                             recording::RecordingWriter& writer) {
-  GC_RETURN_IF_ERROR(DeclareDcgmFamilies(writer));
-  for (const VllmFamilyInfo& f : kVllmFamilies) {
-    GC_RETURN_IF_ERROR(writer.DeclareFamily(f.name, VllmKind(f.type), f.help));
+  const std::vector<recording::RecordingWriter*> writers(engine.node_count(), &writer);
+  return WriteScenarioRecording(engine, options, writers);
+}
+
+Result<OfflineStats> WriteScenarioRecording(
+    Engine& engine, const OfflineOptions& options,
+    std::span<recording::RecordingWriter* const> writer_per_node) {
+  if (writer_per_node.size() != engine.node_count()) {
+    return Error(StatusCode::kInvalidArgument, "one writer per node is needed");
+  }
+  std::vector<recording::RecordingWriter*> distinct;
+  for (recording::RecordingWriter* w : writer_per_node) {
+    if (std::find(distinct.begin(), distinct.end(), w) != distinct.end()) continue;
+    distinct.push_back(w);
+    GC_RETURN_IF_ERROR(DeclareDcgmFamilies(*w));
+    for (const VllmFamilyInfo& f : kVllmFamilies) {
+      GC_RETURN_IF_ERROR(w->DeclareFamily(f.name, VllmKind(f.type), f.help));
+    }
   }
   const std::vector<GpuLabels> labels = MakeGpuLabels(engine.fleet());
   const auto steps_per_scrape =
@@ -175,6 +191,7 @@ Result<OfflineStats> WriteScenarioRecording(Engine& engine, const OfflineOptions
     const std::int64_t now = engine.now_ms();
     std::size_t k = 0;
     for (std::size_t i = 0; i < engine.node_count(); ++i) {
+      recording::RecordingWriter& writer = *writer_per_node[i];
       const Engine::NodeView view = engine.node_view(i);
       const SimNode& node = engine.fleet().nodes()[i];
       for (std::size_t g = 0; g < node.gpus.size(); ++g, ++k) {

@@ -4,6 +4,7 @@
 // file (DESIGN.md §4) in dcgm-exporter's vocabulary.
 
 #include <cstdint>
+#include <span>
 
 #include "core/status.h"
 #include "recording/recording_writer.h"
@@ -40,5 +41,14 @@ Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
 // after a deploy), vLLM series labelled model_name and Hostname.
 Result<OfflineStats> WriteScenarioRecording(Engine& engine, const OfflineOptions& options,
                                             recording::RecordingWriter& writer);
+
+// The same, each node into its own writer (writer_per_node[i] for node i, in
+// file order; several nodes may share one), e.g. the canary nodes into one
+// recording and the rest into another, as `gpucanary judge` takes them.
+// Each distinct writer gets every family declared. Errors: kInvalidArgument
+// when the span's size is not the node count; the writers' own.
+Result<OfflineStats> WriteScenarioRecording(
+    Engine& engine, const OfflineOptions& options,
+    std::span<recording::RecordingWriter* const> writer_per_node);
 
 }  // namespace gpucanary::sim

@@ -12,10 +12,23 @@
 #include <system_error>
 #include <utility>
 
+#include "config/yaml_fields.h"
 #include "sim/scenario_text.h"
 
 namespace gpucanary::sim {
 namespace {
+
+using config::Child;
+using config::Contains;
+using config::Fields;
+using config::Index;
+using config::JoinNames;
+using config::ReadDuration;
+using config::ReadInt;
+using config::ReadNumber;
+using config::ReadRate;
+using config::ReadString;
+using config::Reporter;
 
 constexpr std::string_view kFaultNames[] = {
     "thermal",     "power_brake",   "power_cap",     "hw_slowdown", "pcie_downtrain",
@@ -65,141 +78,6 @@ constexpr std::string_view kReleaseKeys[] = {
     "xid",         "xid_per_s",       "dynamic_power_w", "sm_active",        "tensor_active",
     "dram_active", "occupancy",       "memory_bound",    "pcie_rx_bytes_s",  "pcie_tx_bytes_s",
     "fb_used_mib"};
-
-template <typename Range>
-std::string JoinNames(const Range& names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
-bool Contains(std::span<const std::string_view> names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-std::string Child(std::string_view parent, std::string_view key) {
-  if (parent.empty()) return std::string(key);
-  return std::string(parent) + "." + std::string(key);
-}
-
-std::string Index(std::string_view parent, std::size_t i) {
-  return std::string(parent) + "[" + std::to_string(i) + "]";
-}
-
-// Positions come from yaml-cpp marks (0-based); messages print them 1-based.
-class Reporter {
- public:
-  explicit Reporter(std::string file) : file_(std::move(file)) {}
-
-  std::string Where(const YAML::Mark& mark) const {
-    const int line = mark.is_null() || mark.line < 0 ? 1 : mark.line + 1;
-    const int column = mark.is_null() || mark.column < 0 ? 1 : mark.column + 1;
-    return file_ + ":" + std::to_string(line) + ":" + std::to_string(column);
-  }
-
-  tl::unexpected<Status> Fail(const YAML::Mark& mark, std::string_view field,
-                              std::string_view what) const {
-    return Error(StatusCode::kParseError,
-                 Where(mark) + ": " + std::string(field) + ": " + std::string(what));
-  }
-  tl::unexpected<Status> Fail(const YAML::Node& node, std::string_view field,
-                              std::string_view what) const {
-    return Fail(node.Mark(), field, what);
-  }
-
- private:
-  std::string file_;
-};
-
-// The entries of one YAML map, checked for unknown and duplicate keys.
-class Fields {
- public:
-  static Result<Fields> Read(const Reporter& r, const YAML::Node& map, std::string_view field,
-                             std::span<const std::string_view> known) {
-    if (!map.IsMap()) return r.Fail(map, field, "expected a map");
-    Fields out;
-    out.mark_ = map.Mark();
-    for (const auto& entry : map) {
-      const YAML::Node& key = entry.first;
-      if (!key.IsScalar()) return r.Fail(key, field, "map keys must be plain names");
-      const std::string& name = key.Scalar();
-      if (!known.empty() && !Contains(known, name)) {
-        return r.Fail(key, Child(field, name),
-                      "unknown field (expected one of " + JoinNames(known) + ")");
-      }
-      if (out.Find(name) != nullptr) return r.Fail(key, Child(field, name), "duplicate key");
-      out.entries_.push_back({name, key, entry.second});
-    }
-    return out;
-  }
-
-  const YAML::Node* Find(std::string_view key) const {
-    for (const Entry& e : entries_) {
-      if (e.name == key) return &e.value;
-    }
-    return nullptr;
-  }
-  struct Entry {
-    std::string name;
-    YAML::Node key;
-    YAML::Node value;
-  };
-  const std::vector<Entry>& entries() const { return entries_; }
-  const YAML::Mark& mark() const { return mark_; }
-
- private:
-  std::vector<Entry> entries_;
-  YAML::Mark mark_;
-};
-
-Result<std::string> ReadString(const Reporter& r, const YAML::Node& node, std::string_view field) {
-  if (!node.IsScalar() || node.Scalar().empty()) return r.Fail(node, field, "expected a name");
-  return node.Scalar();
-}
-
-Result<double> ReadNumber(const Reporter& r, const YAML::Node& node, std::string_view field) {
-  double value = 0;
-  if (!node.IsScalar() || !ParseDouble(node.Scalar(), &value)) {
-    return r.Fail(node, field, "expected a number");
-  }
-  if (value < 0) return r.Fail(node, field, "must not be negative");
-  return value;
-}
-
-Result<double> ReadDuration(const Reporter& r, const YAML::Node& node, std::string_view field) {
-  double seconds = 0;
-  if (!node.IsScalar() || !ParseDurationText(node.Scalar(), &seconds)) {
-    return r.Fail(node, field,
-                  "bad duration '" + (node.IsScalar() ? node.Scalar() : std::string()) +
-                      "' (expected a number with unit ms, s, m or h, e.g. 600s)");
-  }
-  if (seconds < 0) return r.Fail(node, field, "duration must not be negative");
-  return seconds;
-}
-
-Result<double> ReadRate(const Reporter& r, const YAML::Node& node, std::string_view field) {
-  double per_s = 0;
-  if (!node.IsScalar() || !ParseRateText(node.Scalar(), &per_s)) {
-    return r.Fail(node, field, "bad rate (expected a number per second or N/DURATION, e.g. 1/5m)");
-  }
-  if (per_s < 0) return r.Fail(node, field, "negative rate");
-  return per_s;
-}
-
-Result<std::int64_t> ReadInt(const Reporter& r, const YAML::Node& node, std::string_view field,
-                             std::int64_t lo, std::int64_t hi) {
-  std::int64_t value = 0;
-  if (!node.IsScalar() || !ParseInt(node.Scalar(), &value)) {
-    return r.Fail(node, field, "expected an integer");
-  }
-  if (value < lo || value > hi) {
-    return r.Fail(node, field, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  return value;
-}
 
 // A hostname as expanded, and where its pattern was written.
 struct Host {

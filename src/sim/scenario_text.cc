@@ -7,61 +7,6 @@
 
 namespace gpucanary::sim {
 
-bool ParseDouble(std::string_view s, double* out) {
-  if (s.empty()) return false;
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && ptr == end && std::isfinite(*out);
-}
-
-bool ParseInt(std::string_view s, std::int64_t* out) {
-  if (s.empty()) return false;
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && ptr == end;
-}
-
-// "600s", "10m", "1h", "250ms" or a plain number of seconds. False if malformed.
-bool ParseDurationText(std::string_view s, double* seconds) {
-  std::size_t unit_at = s.size();
-  while (unit_at > 0 && std::isalpha(static_cast<unsigned char>(s[unit_at - 1])) != 0) --unit_at;
-  const std::string_view unit = s.substr(unit_at);
-  double scale = 0;
-  if (unit.empty() || unit == "s") {
-    scale = 1;
-  } else if (unit == "ms") {
-    scale = 1e-3;
-  } else if (unit == "m") {
-    scale = 60;
-  } else if (unit == "h") {
-    scale = 3600;
-  } else {
-    return false;
-  }
-  double value = 0;
-  if (!ParseDouble(s.substr(0, unit_at), &value)) return false;
-  *seconds = value * scale;
-  return true;
-}
-
-// "1/5m", "30/m", "2/s" or a plain number per second. False if malformed.
-bool ParseRateText(std::string_view s, double* per_s) {
-  const std::size_t slash = s.find('/');
-  if (slash == std::string_view::npos) return ParseDouble(s, per_s);
-  double count = 0;
-  if (!ParseDouble(s.substr(0, slash), &count)) return false;
-  const std::string_view per = s.substr(slash + 1);
-  // "/m" means "/1m".
-  std::string window = !per.empty() && std::isalpha(static_cast<unsigned char>(per.front())) != 0
-                           ? std::string("1")
-                           : std::string();
-  window.append(per);
-  double window_s = 0;
-  if (!ParseDurationText(window, &window_s) || window_s <= 0) return false;
-  *per_s = count / window_s;
-  return true;
-}
-
 // "a-b" or "a" in a comma list: the bounds, or false.
 bool ParseRangeItem(std::string_view item, std::int64_t* lo, std::int64_t* hi) {
   const std::size_t dash = item.find('-');

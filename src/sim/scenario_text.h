@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/yaml_fields.h"
 #include "core/status.h"
 
 namespace gpucanary::sim {
@@ -17,13 +18,13 @@ namespace gpucanary::sim {
 // is an error, not an allocation).
 inline constexpr std::size_t kMaxHostsPerPattern = 100000;
 
+// Numbers, durations and rates are config's (config/yaml_fields.h).
+using config::ParseDouble;
+using config::ParseDurationText;
+using config::ParseInt;
+using config::ParseRateText;
+
 // Each returns false (or an error) for malformed text; nothing is partially set.
-bool ParseDouble(std::string_view s, double* out);
-bool ParseInt(std::string_view s, std::int64_t* out);
-// "600s", "10m", "1h", "250ms" or a plain number of seconds.
-bool ParseDurationText(std::string_view s, double* seconds);
-// "1/5m", "30/m", "2/s" or a plain number per second.
-bool ParseRateText(std::string_view s, double* per_s);
 // "a-b" or "a": the bounds (lo <= hi, both >= 0).
 bool ParseRangeItem(std::string_view item, std::int64_t* lo, std::int64_t* hi);
 std::vector<std::string_view> SplitCommas(std::string_view s);

@@ -1,0 +1,174 @@
+#include "config/yaml_fields.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+#include <utility>
+
+namespace gpucanary::config {
+
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && ptr == end && std::isfinite(*out);
+}
+
+bool ParseInt(std::string_view s, std::int64_t* out) {
+  if (s.empty()) return false;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && ptr == end;
+}
+
+// "600s", "10m", "1h", "250ms" or a plain number of seconds. False if malformed.
+bool ParseDurationText(std::string_view s, double* seconds) {
+  std::size_t unit_at = s.size();
+  while (unit_at > 0 && std::isalpha(static_cast<unsigned char>(s[unit_at - 1])) != 0) --unit_at;
+  const std::string_view unit = s.substr(unit_at);
+  double scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1;
+  } else if (unit == "ms") {
+    scale = 1e-3;
+  } else if (unit == "m") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else {
+    return false;
+  }
+  double value = 0;
+  if (!ParseDouble(s.substr(0, unit_at), &value)) return false;
+  *seconds = value * scale;
+  return true;
+}
+
+// "1/5m", "30/m", "2/s" or a plain number per second. False if malformed.
+bool ParseRateText(std::string_view s, double* per_s) {
+  const std::size_t slash = s.find('/');
+  if (slash == std::string_view::npos) return ParseDouble(s, per_s);
+  double count = 0;
+  if (!ParseDouble(s.substr(0, slash), &count)) return false;
+  const std::string_view per = s.substr(slash + 1);
+  // "/m" means "/1m".
+  std::string window = !per.empty() && std::isalpha(static_cast<unsigned char>(per.front())) != 0
+                           ? std::string("1")
+                           : std::string();
+  window.append(per);
+  double window_s = 0;
+  if (!ParseDurationText(window, &window_s) || window_s <= 0) return false;
+  *per_s = count / window_s;
+  return true;
+}
+
+bool Contains(std::span<const std::string_view> names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string Child(std::string_view parent, std::string_view key) {
+  if (parent.empty()) return std::string(key);
+  return std::string(parent) + "." + std::string(key);
+}
+
+std::string Index(std::string_view parent, std::size_t i) {
+  return std::string(parent) + "[" + std::to_string(i) + "]";
+}
+
+// Positions come from yaml-cpp marks (0-based); messages print them 1-based.
+std::string Reporter::Where(const YAML::Mark& mark) const {
+  const int line = mark.is_null() || mark.line < 0 ? 1 : mark.line + 1;
+  const int column = mark.is_null() || mark.column < 0 ? 1 : mark.column + 1;
+  return file_ + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+tl::unexpected<Status> Reporter::Fail(const YAML::Mark& mark, std::string_view field,
+                                      std::string_view what) const {
+  return Error(StatusCode::kParseError,
+               Where(mark) + ": " + std::string(field) + ": " + std::string(what));
+}
+
+Result<Fields> Fields::Read(const Reporter& r, const YAML::Node& map, std::string_view field,
+                            std::span<const std::string_view> known) {
+  if (!map.IsMap()) return r.Fail(map, field, "expected a map");
+  Fields out;
+  out.mark_ = map.Mark();
+  for (const auto& entry : map) {
+    const YAML::Node& key = entry.first;
+    if (!key.IsScalar()) return r.Fail(key, field, "map keys must be plain names");
+    const std::string& name = key.Scalar();
+    if (!known.empty() && !Contains(known, name)) {
+      return r.Fail(key, Child(field, name),
+                    "unknown field (expected one of " + JoinNames(known) + ")");
+    }
+    if (out.Find(name) != nullptr) return r.Fail(key, Child(field, name), "duplicate key");
+    out.entries_.push_back({name, key, entry.second});
+  }
+  return out;
+}
+
+const YAML::Node* Fields::Find(std::string_view key) const {
+  for (const Entry& e : entries_) {
+    if (e.name == key) return &e.value;
+  }
+  return nullptr;
+}
+
+Result<std::string> ReadString(const Reporter& r, const YAML::Node& node, std::string_view field) {
+  if (!node.IsScalar() || node.Scalar().empty()) return r.Fail(node, field, "expected a name");
+  return node.Scalar();
+}
+
+Result<double> ReadNumber(const Reporter& r, const YAML::Node& node, std::string_view field) {
+  double value = 0;
+  if (!node.IsScalar() || !ParseDouble(node.Scalar(), &value)) {
+    return r.Fail(node, field, "expected a number");
+  }
+  if (value < 0) return r.Fail(node, field, "must not be negative");
+  return value;
+}
+
+Result<double> ReadDuration(const Reporter& r, const YAML::Node& node, std::string_view field) {
+  double seconds = 0;
+  if (!node.IsScalar() || !ParseDurationText(node.Scalar(), &seconds)) {
+    return r.Fail(node, field,
+                  "bad duration '" + (node.IsScalar() ? node.Scalar() : std::string()) +
+                      "' (expected a number with unit ms, s, m or h, e.g. 600s)");
+  }
+  if (seconds < 0) return r.Fail(node, field, "duration must not be negative");
+  return seconds;
+}
+
+Result<double> ReadRate(const Reporter& r, const YAML::Node& node, std::string_view field) {
+  double per_s = 0;
+  if (!node.IsScalar() || !ParseRateText(node.Scalar(), &per_s)) {
+    return r.Fail(node, field, "bad rate (expected a number per second or N/DURATION, e.g. 1/5m)");
+  }
+  if (per_s < 0) return r.Fail(node, field, "negative rate");
+  return per_s;
+}
+
+Result<std::int64_t> ReadInt(const Reporter& r, const YAML::Node& node, std::string_view field,
+                             std::int64_t lo, std::int64_t hi) {
+  std::int64_t value = 0;
+  if (!node.IsScalar() || !ParseInt(node.Scalar(), &value)) {
+    return r.Fail(node, field, "expected an integer");
+  }
+  if (value < lo || value > hi) {
+    return r.Fail(node, field, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return value;
+}
+
+Result<bool> ReadBool(const Reporter& r, const YAML::Node& node, std::string_view field) {
+  if (node.IsScalar()) {
+    const std::string& s = node.Scalar();
+    if (s == "true" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "no" || s == "off") return false;
+  }
+  return r.Fail(node, field, "expected true or false");
+}
+
+}  // namespace gpucanary::config
