@@ -1,0 +1,286 @@
+#include "analysis/policy/policy.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/default_policy.h"  // generated from policies/default.yaml
+#include "config/yaml_fields.h"
+#include "dcgm/throttle.h"
+
+namespace gpucanary::analysis {
+namespace {
+
+using config::Child;
+using config::Fields;
+using config::Index;
+using config::ReadBool;
+using config::ReadDuration;
+using config::ReadInt;
+using config::ReadNumber;
+using config::ReadString;
+using config::Reporter;
+
+constexpr std::string_view kTopKeys[] = {"alpha", "block", "min_block_fraction", "rules",
+                                         "metrics"};
+constexpr std::string_view kRuleKeys[] = {"throttle", "dram_efficiency", "pcie_link",
+                                          "critical_xids", "ecc_dbe"};
+constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_uncapped",
+                                              "seconds", "critical"};
+constexpr std::string_view kDramKeys[] = {"max_drop"};
+constexpr std::string_view kPcieKeys[] = {"seconds", "critical"};
+constexpr std::string_view kEccKeys[] = {"critical"};
+constexpr std::string_view kMetricKeys[] = {"name", "kind", "better", "margin", "critical"};
+
+class PolicyParser {
+ public:
+  PolicyParser(const Reporter& r, Policy* p) : r_(r), p_(p) {}
+
+  Status Parse(const YAML::Node& root) {
+    Result<Fields> top = Fields::Read(r_, root, "policy", kTopKeys);
+    if (!top) return top.error();
+    if (const YAML::Node* n = top->Find("alpha")) {
+      Result<double> a = ReadNumber(r_, *n, "alpha");
+      if (!a) return a.error();
+      if (*a <= 0 || *a >= 0.5) return r_.Fail(*n, "alpha", "must be in (0, 0.5)").value();
+      p_->alpha = *a;
+    }
+    if (const YAML::Node* n = top->Find("block")) {
+      Result<double> b = ReadDuration(r_, *n, "block");
+      if (!b) return b.error();
+      if (*b < 1 || *b > 3600) return r_.Fail(*n, "block", "must be 1s..1h").value();
+      p_->block_s = *b;
+    }
+    if (const YAML::Node* n = top->Find("min_block_fraction")) {
+      Result<double> f = ReadNumber(r_, *n, "min_block_fraction");
+      if (!f) return f.error();
+      if (*f <= 0 || *f > 1) return r_.Fail(*n, "min_block_fraction", "must be in (0, 1]").value();
+      p_->min_block_fraction = *f;
+    }
+    if (const YAML::Node* n = top->Find("rules")) GC_RETURN_IF_ERROR(ParseRules(*n));
+    if (const YAML::Node* n = top->Find("metrics")) GC_RETURN_IF_ERROR(ParseMetrics(*n));
+    return Status::Ok();
+  }
+
+ private:
+  Status ParseRules(const YAML::Node& node) {
+    Result<Fields> f = Fields::Read(r_, node, "rules", kRuleKeys);
+    if (!f) return f.error();
+    if (const YAML::Node* n = f->Find("throttle")) GC_RETURN_IF_ERROR(ParseThrottle(*n));
+    if (const YAML::Node* n = f->Find("dram_efficiency")) {
+      Result<Fields> d = Fields::Read(r_, *n, "rules.dram_efficiency", kDramKeys);
+      if (!d) return d.error();
+      p_->rules.dram_efficiency = true;
+      if (const YAML::Node* m = d->Find("max_drop")) {
+        Result<double> v = ReadNumber(r_, *m, "rules.dram_efficiency.max_drop");
+        if (!v) return v.error();
+        if (*v <= 0 || *v >= 1) {
+          return r_.Fail(*m, "rules.dram_efficiency.max_drop", "must be in (0, 1)").value();
+        }
+        p_->rules.dram_efficiency_max_drop = *v;
+      }
+    }
+    if (const YAML::Node* n = f->Find("pcie_link")) {
+      Result<Fields> d = Fields::Read(r_, *n, "rules.pcie_link", kPcieKeys);
+      if (!d) return d.error();
+      p_->rules.pcie_link = true;
+      if (const YAML::Node* m = d->Find("seconds")) {
+        Result<double> v = ReadDuration(r_, *m, "rules.pcie_link.seconds");
+        if (!v) return v.error();
+        p_->rules.pcie_seconds = *v;
+      }
+      if (const YAML::Node* m = d->Find("critical")) {
+        Result<bool> v = ReadBool(r_, *m, "rules.pcie_link.critical");
+        if (!v) return v.error();
+        p_->rules.pcie_critical = *v;
+      }
+    }
+    if (const YAML::Node* n = f->Find("critical_xids")) {
+      if (!n->IsSequence()) return r_.Fail(*n, "rules.critical_xids", "expected a list").value();
+      for (std::size_t i = 0; i < n->size(); ++i) {
+        Result<std::int64_t> x = ReadInt(r_, (*n)[i], Index("rules.critical_xids", i), 1, 999);
+        if (!x) return x.error();
+        p_->rules.critical_xids.push_back(static_cast<int>(*x));
+      }
+      auto& xids = p_->rules.critical_xids;
+      std::sort(xids.begin(), xids.end());
+      xids.erase(std::unique(xids.begin(), xids.end()), xids.end());
+    }
+    if (const YAML::Node* n = f->Find("ecc_dbe")) {
+      Result<Fields> d = Fields::Read(r_, *n, "rules.ecc_dbe", kEccKeys);
+      if (!d) return d.error();
+      p_->rules.ecc_dbe = true;
+      if (const YAML::Node* m = d->Find("critical")) {
+        Result<bool> v = ReadBool(r_, *m, "rules.ecc_dbe.critical");
+        if (!v) return v.error();
+        p_->rules.ecc_dbe_critical = *v;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ParseThrottle(const YAML::Node& node) {
+    Result<Fields> f = Fields::Read(r_, node, "rules.throttle", kThrottleKeys);
+    if (!f) return f.error();
+    ThrottlePolicy& t = p_->rules.throttle;
+    t.enabled = true;
+    const YAML::Node* reasons = f->Find("reasons");
+    if (reasons == nullptr) return r_.Fail(node, "rules.throttle.reasons", "missing").value();
+    if (!reasons->IsSequence() || reasons->size() == 0) {
+      return r_.Fail(*reasons, "rules.throttle.reasons", "expected a list of reason names").value();
+    }
+    for (std::size_t i = 0; i < reasons->size(); ++i) {
+      const std::string field = Index("rules.throttle.reasons", i);
+      Result<std::string> name = ReadString(r_, (*reasons)[i], field);
+      if (!name) return name.error();
+      const dcgm::ClockEventReason* reason = nullptr;
+      for (const dcgm::ClockEventReason& c : dcgm::AllClockEventReasons()) {
+        if (c.name == *name) reason = &c;
+      }
+      if (reason == nullptr) {
+        std::string known;
+        for (const dcgm::ClockEventReason& c : dcgm::AllClockEventReasons()) {
+          if (!known.empty()) known += ", ";
+          known += c.name;
+        }
+        return r_
+            .Fail((*reasons)[i], field, "unknown reason '" + *name + "' (known: " + known + ")")
+            .value();
+      }
+      t.harmful_mask |= reason->bit;
+    }
+    if (const YAML::Node* n = f->Find("power_cap_if_baseline_uncapped")) {
+      Result<bool> v = ReadBool(r_, *n, "rules.throttle.power_cap_if_baseline_uncapped");
+      if (!v) return v.error();
+      t.power_cap_if_baseline_uncapped = *v;
+    }
+    if (const YAML::Node* n = f->Find("seconds")) {
+      Result<double> v = ReadDuration(r_, *n, "rules.throttle.seconds");
+      if (!v) return v.error();
+      t.seconds = *v;
+    }
+    if (const YAML::Node* n = f->Find("critical")) {
+      Result<bool> v = ReadBool(r_, *n, "rules.throttle.critical");
+      if (!v) return v.error();
+      t.critical = *v;
+    }
+    return Status::Ok();
+  }
+
+  Status ParseMetrics(const YAML::Node& node) {
+    if (!node.IsSequence()) return r_.Fail(node, "metrics", "expected a list").value();
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string field = Index("metrics", i);
+      Result<Fields> f = Fields::Read(r_, node[i], field, kMetricKeys);
+      if (!f) return f.error();
+      MetricPolicy m;
+      const YAML::Node* name = f->Find("name");
+      if (name == nullptr) return r_.Fail(node[i], Child(field, "name"), "missing").value();
+      Result<std::string> n = ReadString(r_, *name, Child(field, "name"));
+      if (!n) return n.error();
+      m.name = *n;
+      if (const YAML::Node* k = f->Find("kind")) {
+        Result<std::string> kind = ReadString(r_, *k, Child(field, "kind"));
+        if (!kind) return kind.error();
+        if (*kind == "gauge") {
+          m.kind = MetricPolicy::Kind::kGauge;
+        } else if (*kind == "rate") {
+          m.kind = MetricPolicy::Kind::kRate;
+        } else if (*kind == "p99") {
+          m.kind = MetricPolicy::Kind::kP99;
+        } else {
+          return r_.Fail(*k, Child(field, "kind"), "expected gauge, rate or p99").value();
+        }
+      }
+      const YAML::Node* better = f->Find("better");
+      if (better == nullptr) return r_.Fail(node[i], Child(field, "better"), "missing").value();
+      Result<std::string> b = ReadString(r_, *better, Child(field, "better"));
+      if (!b) return b.error();
+      if (*b != "higher" && *b != "lower") {
+        return r_.Fail(*better, Child(field, "better"), "expected higher or lower").value();
+      }
+      m.better = *b == "higher" ? MetricPolicy::Better::kHigher : MetricPolicy::Better::kLower;
+      const YAML::Node* margin = f->Find("margin");
+      if (margin == nullptr) return r_.Fail(node[i], Child(field, "margin"), "missing").value();
+      Result<double> mg = ReadNumber(r_, *margin, Child(field, "margin"));
+      if (!mg) return mg.error();
+      m.margin = *mg;
+      if (const YAML::Node* c = f->Find("critical")) {
+        Result<bool> v = ReadBool(r_, *c, Child(field, "critical"));
+        if (!v) return v.error();
+        m.critical = *v;
+      }
+      for (const MetricPolicy& other : p_->metrics) {
+        if (other.name == m.name && other.kind == m.kind) {
+          return r_.Fail(*name, Child(field, "name"), "metric listed twice").value();
+        }
+      }
+      p_->metrics.push_back(std::move(m));
+    }
+    return Status::Ok();
+  }
+
+  const Reporter& r_;
+  Policy* p_;
+};
+
+}  // namespace
+
+std::string_view MetricKindName(MetricPolicy::Kind kind) {
+  switch (kind) {
+    case MetricPolicy::Kind::kGauge:
+      return "gauge";
+    case MetricPolicy::Kind::kRate:
+      return "rate";
+    case MetricPolicy::Kind::kP99:
+      return "p99";
+  }
+  return "gauge";
+}
+
+Result<Policy> ParsePolicy(std::string_view yaml_text, std::string_view file_name) {
+  const Reporter r{std::string(file_name)};
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return r.Fail(e.mark, "syntax", e.msg);
+  }
+  Policy p;
+  p.file = std::string(file_name);
+  PolicyParser parser(r, &p);
+  try {
+    GC_RETURN_IF_ERROR(parser.Parse(root));
+  } catch (const YAML::Exception& e) {  // yaml-cpp may throw on odd nodes
+    return r.Fail(e.mark, "policy", e.msg);
+  }
+  return p;
+}
+
+Result<Policy> LoadPolicy(const std::string& path) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
+                 path + ": " + ErrnoMessage(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParsePolicy(text.str(), path);
+}
+
+std::string_view DefaultPolicyText() { return kDefaultPolicyYaml; }
+
+const Policy& DefaultPolicy() {
+  static const Policy* const policy = [] {
+    Result<Policy> p = ParsePolicy(kDefaultPolicyYaml, "policies/default.yaml");
+    GC_CHECK(p.has_value(), p ? "" : p.error().message().c_str());
+    return new Policy(std::move(*p));
+  }();
+  return *policy;
+}
+
+}  // namespace gpucanary::analysis

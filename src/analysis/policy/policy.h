@@ -1,0 +1,87 @@
+#pragma once
+// Judge policies (docs/analysis-method.md, "Policies"): which hard rules
+// apply, which metrics are compared with which margin, and the error rate to
+// hold. Written in YAML; policies/default.yaml is the shipped default and
+// DefaultPolicy() returns the same text, built in.
+//
+//   alpha: 0.01          # P(any metric ever fails a healthy release), whole canary
+//   block: 10s           # block length for block means
+//   min_block_fraction: 0.5
+//   rules:
+//     throttle: {reasons: [hw_slowdown, ...], power_cap_if_baseline_uncapped: true,
+//                seconds: 3, critical: true}
+//     dram_efficiency: {max_drop: 0.15}
+//     pcie_link: {seconds: 3, critical: false}
+//     critical_xids: [48, 62, 79, ...]
+//     ecc_dbe: {critical: true}
+//   metrics:
+//     - {name: "vllm:generation_tokens_total", kind: rate, better: higher, margin: 0.03,
+//        critical: true}
+//
+// Parsing is pure; every error is a kParseError "FILE:LINE:COL: field: what".
+// A rule left out of `rules:` is off; `metrics:` may be empty.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gpucanary::analysis {
+
+struct MetricPolicy {
+  enum class Kind : std::uint8_t {
+    kGauge,  // the value of each 1 s sample (DCGM gauges)
+    kRate,   // a counter's increase per second (tokens, replays, ECC)
+    kP99,    // the 99th percentile of a histogram's observations (vLLM latency)
+  };
+  enum class Better : std::uint8_t { kHigher, kLower };
+
+  std::string name;
+  Kind kind = Kind::kGauge;
+  Better better = Better::kHigher;
+  double margin = 0;  // relative change allowed in the harmful direction (0.03 = 3%)
+  bool critical = false;
+};
+
+struct ThrottlePolicy {
+  bool enabled = false;
+  std::uint64_t harmful_mask = 0;  // clock-event reason bits that hurt
+  bool power_cap_if_baseline_uncapped = true;
+  double seconds = 3;  // "more than 3 consecutive seconds"
+  bool critical = true;
+};
+
+struct RulesPolicy {
+  ThrottlePolicy throttle;
+  bool dram_efficiency = false;
+  double dram_efficiency_max_drop = 0.15;
+  bool pcie_link = false;
+  double pcie_seconds = 3;
+  bool pcie_critical = false;
+  std::vector<int> critical_xids;  // sorted, unique
+  bool ecc_dbe = false;
+  bool ecc_dbe_critical = true;
+};
+
+struct Policy {
+  double alpha = 0.01;
+  double block_s = 10;
+  double min_block_fraction = 0.5;
+  RulesPolicy rules;
+  std::vector<MetricPolicy> metrics;
+  std::string file;  // what errors were reported against
+};
+
+std::string_view MetricKindName(MetricPolicy::Kind kind);  // "gauge", "rate", "p99"
+
+// Parses a policy. `file_name` only labels errors and Policy::file.
+Result<Policy> ParsePolicy(std::string_view yaml_text, std::string_view file_name);
+// Reads and parses `path`: kNotFound / kIoError when it cannot be read.
+Result<Policy> LoadPolicy(const std::string& path);
+// The built-in default (the text of policies/default.yaml).
+const Policy& DefaultPolicy();
+std::string_view DefaultPolicyText();
+
+}  // namespace gpucanary::analysis

@@ -1,0 +1,96 @@
+#include "analysis/policy/policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace gpucanary::analysis {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PolicyTest, TheShippedDefaultIsTheBuiltInOne) {
+  std::ifstream in(std::string(GPUCANARY_SOURCE_DIR) + "/policies/default.yaml");
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), DefaultPolicyText());
+  Result<Policy> loaded = LoadPolicy(std::string(GPUCANARY_SOURCE_DIR) + "/policies/default.yaml");
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message();
+  EXPECT_EQ(loaded->metrics.size(), DefaultPolicy().metrics.size());
+}
+
+TEST(PolicyTest, DefaultPolicyHasTheFieldRules) {
+  const Policy& p = DefaultPolicy();
+  EXPECT_DOUBLE_EQ(p.alpha, 0.01);
+  EXPECT_DOUBLE_EQ(p.block_s, 10);
+  EXPECT_TRUE(p.rules.throttle.enabled);
+  // HW slowdown, SW thermal, HW thermal, HW power brake; not the power cap.
+  EXPECT_EQ(p.rules.throttle.harmful_mask, 0x8U | 0x20U | 0x40U | 0x80U);
+  EXPECT_TRUE(p.rules.throttle.power_cap_if_baseline_uncapped);
+  EXPECT_DOUBLE_EQ(p.rules.throttle.seconds, 3);
+  EXPECT_TRUE(p.rules.dram_efficiency);
+  EXPECT_DOUBLE_EQ(p.rules.dram_efficiency_max_drop, 0.15);
+  EXPECT_TRUE(p.rules.pcie_link);
+  EXPECT_TRUE(p.rules.ecc_dbe);
+  EXPECT_THAT(p.rules.critical_xids, ::testing::Contains(79));
+  ASSERT_FALSE(p.metrics.empty());
+  const MetricPolicy& tokens = p.metrics[0];
+  EXPECT_EQ(tokens.name, "vllm:generation_tokens_total");
+  EXPECT_EQ(tokens.kind, MetricPolicy::Kind::kRate);
+  EXPECT_EQ(tokens.better, MetricPolicy::Better::kHigher);
+  EXPECT_DOUBLE_EQ(tokens.margin, 0.03);
+  EXPECT_TRUE(tokens.critical);
+}
+
+TEST(PolicyTest, RulesLeftOutAreOff) {
+  Result<Policy> p = ParsePolicy("alpha: 0.05\nmetrics: []\n", "p.yaml");
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  EXPECT_DOUBLE_EQ(p->alpha, 0.05);
+  EXPECT_FALSE(p->rules.throttle.enabled);
+  EXPECT_FALSE(p->rules.pcie_link);
+  EXPECT_TRUE(p->metrics.empty());
+}
+
+TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
+  struct Case {
+    const char* text;
+    const char* where;
+    const char* detail;
+  } cases[] = {
+      {"alpha: 2\n", "p.yaml:1:8:", "alpha: must be in (0, 0.5)"},
+      {"alpha: 0.01\nblok: 10s\n", "p.yaml:2:1:", "unknown field"},
+      {"block: ten\n", "p.yaml:1:8:", "bad duration"},
+      {"rules:\n  throttle: {reasons: [hw_slowdwn]}\n",
+       "p.yaml:2:24:", "unknown reason 'hw_slowdwn'"},
+      {"rules:\n  throttle: {seconds: 3}\n", "p.yaml:2:13:", "rules.throttle.reasons: missing"},
+      {"rules:\n  critical_xids: [79, x]\n", "p.yaml:2:23:", "rules.critical_xids[1]"},
+      {"metrics:\n  - {name: a, better: up, margin: 0.1}\n",
+       "p.yaml:2:23:", "expected higher or lower"},
+      {"metrics:\n  - {name: a, better: higher}\n", "p.yaml:2:5:", "metrics[0].margin: missing"},
+      {"metrics:\n  - {name: a, kind: p95, better: lower, margin: 1}\n",
+       "p.yaml:2:21:", "expected gauge, rate or p99"},
+      {"metrics:\n  - {name: a, better: lower, margin: 1}\n  - {name: a, better: lower, margin: "
+       "2}\n",
+       "p.yaml:3:12:", "metric listed twice"},
+      {"metrics: [\n", "p.yaml:", "syntax"},
+  };
+  for (const Case& c : cases) {
+    Result<Policy> p = ParsePolicy(c.text, "p.yaml");
+    ASSERT_FALSE(p.has_value()) << c.text;
+    EXPECT_THAT(p.error().message(), HasSubstr(c.where)) << c.text;
+    EXPECT_THAT(p.error().message(), HasSubstr(c.detail)) << c.text;
+  }
+}
+
+TEST(PolicyTest, MissingFileIsNotFound) {
+  Result<Policy> p = LoadPolicy("/nonexistent/policy.yaml");
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(p.error().code(), StatusCode::kNotFound);
+  EXPECT_THAT(p.error().message(), HasSubstr("/nonexistent/policy.yaml"));
+}
+
+}  // namespace
+}  // namespace gpucanary::analysis
