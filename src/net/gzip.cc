@@ -142,6 +142,10 @@ Result<std::string> GzipDecompress(std::string_view data, std::size_t max_bytes)
   return out;
 }
 
+bool IsGzipCoding(std::string_view coding) {
+  return EqualsIgnoreCase(coding, "gzip") || EqualsIgnoreCase(coding, "x-gzip");
+}
+
 bool AcceptsGzip(std::string_view accept_encoding) {
   int gzip = -1;  // -1 not listed, 0 refused, 1 accepted
   int star = -1;
@@ -154,7 +158,7 @@ bool AcceptsGzip(std::string_view accept_encoding) {
     const std::string_view coding = Trim(element.substr(0, semi));
     const int verdict =
         WeightIsZero(semi == std::string_view::npos ? "" : element.substr(semi)) ? 0 : 1;
-    if (EqualsIgnoreCase(coding, "gzip") || EqualsIgnoreCase(coding, "x-gzip")) {
+    if (IsGzipCoding(coding)) {
       gzip = std::max(gzip, verdict);
     } else if (coding == "*") {
       star = std::max(star, verdict);

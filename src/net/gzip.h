@@ -22,6 +22,10 @@ Result<std::string> GzipCompress(std::string_view data, int level);
 // kOutOfRange when the output would exceed `max_bytes` (a gzip bomb).
 Result<std::string> GzipDecompress(std::string_view data, std::size_t max_bytes);
 
+// Whether a content coding names gzip: "gzip" or its alias "x-gzip" (RFC 9110
+// §8.4.1.3), in any case.
+bool IsGzipCoding(std::string_view coding);
+
 // Whether an Accept-Encoding value allows gzip (RFC 9110 §12.5.3): "gzip" or
 // "x-gzip" listed with a non-zero q, or, when neither is listed, "*" with a
 // non-zero q. "" (no header) does not. Examples: "gzip" yes, "gzip;q=0" no,

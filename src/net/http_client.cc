@@ -33,14 +33,6 @@ Status BadUrl(std::string_view url, std::string_view why) {
                 "bad URL '" + std::string(url) + "': " + std::string(why));
 }
 
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  });
-  return out;
-}
-
 // "[::1]:80" or "127.0.0.1:80": the Host header (RFC 9110 §7.2) and the URL
 // prefix in error messages.
 std::string Authority(const std::string& host, std::uint16_t port) {
@@ -230,15 +222,15 @@ Result<HttpResponse> HttpConnection::Impl::Exchange(const http::request<http::st
   HttpResponse out;
   out.status = static_cast<int>(res.result_int());
   for (const auto& field : res) {
-    out.headers.emplace_back(ToLower(View(field.name_string())), std::string(View(field.value())));
+    out.headers.emplace_back(AsciiLower(View(field.name_string())),
+                             std::string(View(field.value())));
   }
   out.content_type = std::string(View(res[http::field::content_type]));
   out.body = std::move(res.body());
   if (!res.keep_alive()) Close();
   const std::string_view encoding = out.Header("content-encoding");
   // A HEAD, 204 or 304 response has no body to decode, whatever it is encoded with.
-  if (!out.body.empty() &&
-      (EqualsIgnoreCase(encoding, "gzip") || EqualsIgnoreCase(encoding, "x-gzip"))) {
+  if (!out.body.empty() && IsGzipCoding(encoding)) {
     auto decoded = GzipDecompress(out.body, options.max_body_bytes);
     if (!decoded) return Error(decoded.error().WithPrefix(what));
     out.body = std::move(*decoded);

@@ -44,4 +44,8 @@ struct HttpResponse {
 // ASCII case-insensitive equality, for header names and tokens.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
+// `s` with ASCII letters lower-cased (header names as HttpRequest and
+// HttpResponse keep them).
+std::string AsciiLower(std::string_view s);
+
 }  // namespace gpucanary::net

@@ -92,11 +92,8 @@ HttpRequest ToHttpRequest(http::request<http::string_body>&& req) {
   out.version = static_cast<int>(req.version());
   out.headers.reserve(static_cast<std::size_t>(std::distance(req.begin(), req.end())));
   for (const auto& field : req) {
-    std::string name(View(field.name_string()));
-    std::transform(name.begin(), name.end(), name.begin(), [](char c) {
-      return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    });
-    out.headers.emplace_back(std::move(name), std::string(View(field.value())));
+    out.headers.emplace_back(AsciiLower(View(field.name_string())),
+                             std::string(View(field.value())));
   }
   out.body = std::move(req.body());
   return out;
