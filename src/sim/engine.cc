@@ -170,11 +170,8 @@ void Engine::AdvanceDeploys() {
         options_.serving, host,
         Mix(seed_ ^ std::hash<std::string>{}(host) ^ static_cast<std::uint64_t>(n.restarts)));
     n.brake_latched = false;
-    for (std::size_t t = 0; t < truth_.size(); ++t) {
-      if (truth_[t].type == TruthRecord::kDeploy && truth_[t].node == host && !truth_[t].until_ms) {
-        CloseTruth(t);
-      }
-    }
+    CloseOpenTruth(
+        [&](const TruthRecord& r) { return r.type == TruthRecord::kDeploy && r.node == host; });
     TruthRecord deploy;
     deploy.type = TruthRecord::kDeploy;
     deploy.since_ms = now_ms();
@@ -202,9 +199,7 @@ Status Engine::SetTraffic(const std::map<std::string, double>& weights) {
     }
   }
   weights_ = weights;
-  for (std::size_t t = 0; t < truth_.size(); ++t) {
-    if (truth_[t].type == TruthRecord::kTraffic && !truth_[t].until_ms) CloseTruth(t);
-  }
+  CloseOpenTruth([](const TruthRecord& r) { return r.type == TruthRecord::kTraffic; });
   TruthRecord r;
   r.type = TruthRecord::kTraffic;
   r.since_ms = now_ms();
@@ -226,11 +221,8 @@ Status Engine::SetCordon(const std::string& node, bool cordoned) {
     r.node = node;
     OpenTruth(std::move(r));
   } else {
-    for (std::size_t t = 0; t < truth_.size(); ++t) {
-      if (truth_[t].type == TruthRecord::kCordon && truth_[t].node == node && !truth_[t].until_ms) {
-        CloseTruth(t);
-      }
-    }
+    CloseOpenTruth(
+        [&](const TruthRecord& r) { return r.type == TruthRecord::kCordon && r.node == node; });
   }
   return Status::Ok();
 }
@@ -348,7 +340,7 @@ Engine::NodeView Engine::node_view(std::size_t index) const {
   v.serving = Serving(n);
   v.arrival_rate = n.arrival_rate;
   v.speed = n.speed;
-  v.server = n.server.get();
+  v.server = server(index);
   v.lost.reserve(n.lost_at_ms.size());
   for (std::int64_t t : n.lost_at_ms) v.lost.push_back(t >= 0);
   return v;
@@ -374,8 +366,7 @@ void Engine::RenderDcgm(std::size_t index, std::string& out) const {
 }
 
 void Engine::RenderVllm(std::size_t index, std::string& out) const {
-  const NodeState& n = nodes_.at(index);
-  if (n.server) RenderVllmExposition(n.server->state(), out);
+  if (const ServingNode* s = server(index)) RenderVllmExposition(s->state(), out);
 }
 
 }  // namespace gpucanary::sim

@@ -151,6 +151,8 @@ class Engine {
     std::vector<bool> lost;  // per GPU
   };
   NodeView node_view(std::size_t index) const;
+  // Node `index`'s model server, or null while it restarts or runs nothing.
+  const ServingNode* server(std::size_t index) const { return nodes_.at(index).server.get(); }
   std::optional<std::size_t> FindNode(const std::string& hostname) const;
   const std::map<std::string, double>& traffic_weights() const { return weights_; }
   double fleet_rate() const { return traffic_.rate(); }
@@ -206,6 +208,13 @@ class Engine {
   Result<std::vector<int>> SelectGpus(std::size_t node, const std::string& gpus) const;
   void OpenTruth(TruthRecord record);
   void CloseTruth(std::size_t index);
+  // Ends, now, every interval still open for which `matches(record)` holds.
+  template <typename Pred>
+  void CloseOpenTruth(Pred matches) {
+    for (std::size_t t = 0; t < truth_.size(); ++t) {
+      if (!truth_[t].until_ms && matches(truth_[t])) CloseTruth(t);
+    }
+  }
 
   Scenario scenario_;
   EngineOptions options_;

@@ -220,9 +220,7 @@ Status Engine::ClearFault(int fault_id) {
   if (it == faults_.end()) {
     return Error(StatusCode::kNotFound, "no fault " + std::to_string(fault_id));
   }
-  for (std::size_t t = 0; t < truth_.size(); ++t) {
-    if (truth_[t].fault_id == fault_id && !truth_[t].until_ms) CloseTruth(t);
-  }
+  CloseOpenTruth([fault_id](const TruthRecord& r) { return r.fault_id == fault_id; });
   faults_.erase(it);
   return Status::Ok();
 }
@@ -231,12 +229,9 @@ void Engine::UpdateReleaseTruth(std::size_t node, const std::string& old_release
                                 const std::string& new_release) {
   const std::string& host = fleet_.nodes()[node].hostname;
   if (!old_release.empty()) {
-    for (std::size_t t = 0; t < truth_.size(); ++t) {
-      TruthRecord& r = truth_[t];
-      if (r.type == TruthRecord::kFault && r.scope == "release" && r.node == host && !r.until_ms) {
-        CloseTruth(t);
-      }
-    }
+    CloseOpenTruth([&](const TruthRecord& r) {
+      return r.type == TruthRecord::kFault && r.scope == "release" && r.node == host;
+    });
   }
   const ReleaseSpec& spec = scenario_.releases.at(new_release);
   std::vector<int> all(nodes_[node].gpu_faults.size());

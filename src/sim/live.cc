@@ -147,7 +147,7 @@ void LiveSim::HandleVllm(std::size_t node, const net::HttpRequest& request,
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (engine_.node_view(node).server == nullptr) {
+  if (engine_.server(node) == nullptr) {
     // The model server is restarting (or nothing is deployed): no metrics.
     response.status = 503;
     response.content_type = "text/plain; charset=utf-8";

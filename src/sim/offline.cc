@@ -192,7 +192,6 @@ Result<OfflineStats> WriteScenarioRecording(
     std::size_t k = 0;
     for (std::size_t i = 0; i < engine.node_count(); ++i) {
       recording::RecordingWriter& writer = *writer_per_node[i];
-      const Engine::NodeView view = engine.node_view(i);
       const SimNode& node = engine.fleet().nodes()[i];
       for (std::size_t g = 0; g < node.gpus.size(); ++g, ++k) {
         if (!engine.GpuReported(i, g)) continue;
@@ -200,8 +199,9 @@ Result<OfflineStats> WriteScenarioRecording(
         if (!n) return Error(n.error());
         stats.samples += *n;
       }
-      if (view.server == nullptr) continue;
-      Result<std::uint64_t> n = AppendVllm(view.server->state(), now, writer);
+      const ServingNode* server = engine.server(i);
+      if (server == nullptr) continue;
+      Result<std::uint64_t> n = AppendVllm(server->state(), now, writer);
       if (!n) return Error(n.error());
       stats.samples += *n;
     }
