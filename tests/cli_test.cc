@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -273,6 +275,203 @@ TEST_F(CliTest, SimRejectsABadScenarioWithItsPosition) {
           (dir_ / "o").string());
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_THAT(r.err, HasSubstr("missing.yaml"));
+}
+
+// gpucanary judge (DESIGN.md §6, docs/cli.md).
+
+// A two-GPU-node recording pair, hand-written: the baseline on node-1, the
+// canary on node-4, `seconds` 1 s samples of the SM clock from t0.
+void WriteTinyRecordings(const fs::path& dir, int seconds = 5) {
+  std::ofstream base(dir / "base.om");
+  std::ofstream canary(dir / "canary.om");
+  base << "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n";
+  canary << "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n";
+  for (int t = 0; t < seconds; ++t) {
+    const std::string ts = " " + std::to_string(1764680000 + t) + ".000\n";
+    base << "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-1\"} 1980" << ts;
+    canary << "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-4\"} 1980" << ts;
+  }
+  base << "# EOF\n";
+  canary << "# EOF\n";
+}
+
+TEST_F(CliTest, JudgeUsageErrorsExitThreeWithAMessage) {
+  WriteTinyRecordings(dir_);
+  const std::string files =
+      " --baseline " + (dir_ / "base.om").string() + " --canary " + (dir_ / "canary.om").string();
+  RunResult r = Run("judge");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--baseline is required"));
+  r = Run("judge --baseline " + (dir_ / "base.om").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--canary is required"));
+  r = Run("judge" + files + " --output text");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("gpucanary judge: --output: 'text' is not supported (only json"));
+  EXPECT_EQ(r.out, "");
+  r = Run("judge" + files + " --release-start yesterday");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--release-start: expected Unix seconds (1764680060, 1764680060.5) "
+                               "or an RFC 3339 time (2025-12-02T13:00:00Z), got 'yesterday'"));
+  r = Run("judge" + files + " --release-start 2025-12-02T13:00:00");  // no offset
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--release-start: expected"));
+  r = Run("judge --baseline " + (dir_ / "base.om").string() + " --canary " +
+          (dir_ / "." / "base.om").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--baseline and --canary are the same file"));
+  r = Run("judge --baseline " + (dir_ / "missing.om").string() + " --canary " +
+          (dir_ / "canary.om").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("missing.om: No such file or directory"));
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CliTest, JudgeRejectsABadPolicyWithItsPosition) {
+  WriteTinyRecordings(dir_);
+  std::ofstream(dir_ / "p.yaml") << "alpha: 0.01\nrules:\n  throttle: {reasons: [hw_slowdwn]}\n";
+  RunResult r = Run("judge --baseline " + (dir_ / "base.om").string() + " --canary " +
+                    (dir_ / "canary.om").string() + " --policy " + (dir_ / "p.yaml").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("p.yaml:3:"));
+  EXPECT_THAT(r.err, HasSubstr("rules.throttle.reasons[0]: unknown reason 'hw_slowdwn'"));
+  EXPECT_EQ(r.out, "");
+  r = Run("judge --baseline " + (dir_ / "base.om").string() + " --canary " +
+          (dir_ / "canary.om").string() + " --policy " + (dir_ / "nope.yaml").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("nope.yaml: No such file or directory"));
+}
+
+TEST_F(CliTest, JudgeRejectsAMalformedRecordingWithFileAndLine) {
+  WriteTinyRecordings(dir_);
+  std::ofstream(dir_ / "bad.om") << "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
+                                    "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-4\"} 1980 "
+                                    "1764680000.000\n"
+                                    "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-4\" 1980 "
+                                    "1764680001.000\n"
+                                    "# EOF\n";
+  RunResult r = Run("judge --baseline " + (dir_ / "base.om").string() + " --canary " +
+                    (dir_ / "bad.om").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("bad.om:3:"));
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CliTest, JudgeNeedsGpuSeriesInBothFiles) {
+  WriteTinyRecordings(dir_);
+  std::ofstream(dir_ / "vllm.om") << "# TYPE vllm:num_requests_running gauge\n"
+                                     "vllm:num_requests_running{Hostname=\"node-4\"} 3 "
+                                     "1764680000.000\n"
+                                     "# EOF\n";
+  RunResult r = Run("judge --baseline " + (dir_ / "base.om").string() + " --canary " +
+                    (dir_ / "vllm.om").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no GPU series in " + (dir_ / "vllm.om").string()));
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CliTest, JudgeReleaseStartOutsideTheRecordings) {
+  WriteTinyRecordings(dir_, 30);
+  const std::string files =
+      " --baseline " + (dir_ / "base.om").string() + " --canary " + (dir_ / "canary.om").string();
+  // After the last sample: nothing of the release to judge.
+  RunResult r = Run("judge" + files + " --release-start 1764680060");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--release-start 1764680060 (2025-12-02T12:54:20.000Z) is after "
+                               "the last sample, 1764680029"));
+  r = Run("judge" + files + " --release-start 1764680060000");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("(milliseconds? give seconds)"));
+  // Before the first sample: judged, with a note.
+  r = Run("judge" + files + " --release-start 2025-12-02T12:00:00Z");
+  EXPECT_NE(r.exit_code, 3) << r.err;
+  ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["notes"].is_array());
+  EXPECT_THAT(j["notes"].dump(), HasSubstr("is not after the first sample"));
+  // Inside, as RFC 3339 with an offset and as fractional seconds: the same second.
+  RunResult rfc = Run("judge" + files + " --release-start 2025-12-02T13:53:30.5+01:00");
+  RunResult unix_s = Run("judge" + files + " --release-start 1764680010.9");
+  EXPECT_NE(rfc.exit_code, 3) << rfc.err;
+  EXPECT_EQ(rfc.out, unix_s.out);
+  EXPECT_EQ(nlohmann::json::parse(rfc.out)["release_start"], 1764680010.0) << rfc.out;
+}
+
+class CliJudgeScenarioTest : public CliTest {
+ protected:
+  // `gpucanary sim --offline` with node-4 as the canary: DIR/{baseline,canary}.om,
+  // truth.jsonl, releases.jsonl.
+  fs::path Simulate(const std::string& scenario) {
+    fs::path out = dir_ / "sim";
+    RunResult r = Run("sim --scenario " + std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/" +
+                      scenario + " --offline " + out.string() + " --canary-nodes node-4");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }
+
+  // The first line of a JSON-lines file whose field `key` equals `value`.
+  static nlohmann::json FindLine(const fs::path& file, const std::string& key,
+                                 const std::string& value) {
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (j.contains(key) && j[key] == value) return j;
+    }
+    return nullptr;
+  }
+
+  RunResult Judge(const fs::path& sim, double release_start) {
+    char start[32];
+    std::snprintf(start, sizeof start, "%.3f", release_start);
+    return Run("judge --baseline " + (sim / "baseline.om").string() + " --canary " +
+               (sim / "canary.om").string() + " --release-start " + start + " --output json");
+  }
+};
+
+// The release fp8-kernel (power_spikiness 2.5) goes to node-4 at t = 60 s and
+// trips the power brake there once its server is up (truth.jsonl's `since`).
+TEST_F(CliJudgeScenarioTest, PowerBrakeReleaseFails) {
+  const fs::path sim = Simulate("power-brake.yaml");
+  const nlohmann::json release = FindLine(sim / "releases.jsonl", "id", "fp8-kernel");
+  ASSERT_TRUE(release.is_object());
+  const double release_start = release["started_at"].get<double>();
+  EXPECT_EQ(release_start, 1764680060.0);
+  const nlohmann::json brake = FindLine(sim / "truth.jsonl", "kind", "power_brake");
+  ASSERT_TRUE(brake.is_object());
+  const double first_brake = brake["since"].get<double>();
+
+  RunResult r = Judge(sim, release_start);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  ASSERT_TRUE(r.out.ends_with("}\n")) << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line";
+  ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "fail");
+  ASSERT_TRUE(j["causes"].is_array() && !j["causes"].empty()) << r.out;
+  const nlohmann::json& cause = j["causes"][0];
+  EXPECT_EQ(cause["kind"], "power_brake") << r.out;
+  EXPECT_EQ(cause["scope"], "release") << r.out;
+  ASSERT_TRUE(cause["gpus"].is_array() && !cause["gpus"].empty()) << r.out;
+  for (const nlohmann::json& gpu : cause["gpus"]) {
+    EXPECT_TRUE(gpu.get<std::string>().starts_with("node-4/")) << gpu;
+  }
+  ASSERT_TRUE(j["decided_at"].is_number()) << r.out;
+  const double decided_at = j["decided_at"].get<double>();
+  EXPECT_GE(decided_at, first_brake) << r.out;
+  EXPECT_LE(decided_at, first_brake + 4) << r.out;
+  EXPECT_TRUE(j["metrics"].is_array());
+}
+
+// A healthy release must never fail (pass, or inconclusive at worst).
+TEST_F(CliJudgeScenarioTest, HealthyRolloutDoesNotFail) {
+  const fs::path sim = Simulate("healthy-rollout.yaml");
+  const nlohmann::json release = FindLine(sim / "releases.jsonl", "id", "next");
+  ASSERT_TRUE(release.is_object());
+  RunResult r = Judge(sim, release["started_at"].get<double>());
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err << r.out;
+  ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], r.exit_code == 0 ? "pass" : "inconclusive") << r.out;
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ class App;
 namespace gpucanary::cli {
 
 inline constexpr int kExitOk = 0;
+inline constexpr int kExitFail = 1;          // judge: the release must be halted
+inline constexpr int kExitInconclusive = 2;  // judge: not enough evidence either way
 inline constexpr int kExitBadInput = 3;
 
 struct CommandContext {
@@ -28,5 +30,6 @@ void RegisterSummarizeCommand(CLI::App& app, CommandContext& ctx);
 void RegisterExplainCommands(CLI::App& app, CommandContext& ctx);
 void RegisterImportCommand(CLI::App& app, CommandContext& ctx);
 void RegisterSimCommand(CLI::App& app, CommandContext& ctx);
+void RegisterJudgeCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

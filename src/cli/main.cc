@@ -24,6 +24,7 @@ int Run(int argc, char** argv) {
   RegisterExplainCommands(app, ctx);
   RegisterImportCommand(app, ctx);
   RegisterSimCommand(app, ctx);
+  RegisterJudgeCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

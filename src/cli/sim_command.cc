@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -26,7 +25,6 @@
 
 #include "cli/command.h"
 #include "core/clock.h"
-#include "recording/recording_writer.h"
 #include "sim/engine.h"
 #include "sim/live.h"
 #include "sim/offline.h"
@@ -71,62 +69,32 @@ Status WriteText(const std::string& path, const std::string& text) {
 }
 
 Status RunOffline(const sim::Scenario& scenario, const SimFlags& flags, CommandContext& ctx) {
-  std::error_code error;
-  std::filesystem::create_directories(flags.offline_dir, error);
-  if (error) {
-    return Status(StatusCode::kIoError,
-                  "cannot create '" + flags.offline_dir + "': " + error.message());
-  }
-  const std::string dir = flags.offline_dir + "/";
-  const std::string ext = flags.gzip ? ".om.gz" : ".om";
   sim::Engine engine(scenario);
   for (const std::string& host : flags.canary_nodes) {
     if (!engine.FindNode(host)) {
       return Status(StatusCode::kInvalidArgument, "--canary-nodes: unknown node '" + host + "'");
     }
   }
-  // One recording for the fleet, or with --canary-nodes one for the canary
-  // nodes and one for the rest (the baseline), as `gpucanary judge` takes them.
-  std::vector<std::unique_ptr<recording::RecordingWriter>> writers;
-  std::vector<recording::RecordingWriter*> per_node(engine.node_count());
-  std::string telemetry;
-  const auto open = [&](const std::string& name) -> Result<recording::RecordingWriter*> {
-    auto w = recording::RecordingWriter::Open(dir + name + ext);
-    if (!w) return Error(w.error());
-    writers.push_back(std::move(*w));
-    telemetry += (telemetry.empty() ? "" : ", ") + dir + name + ext;
-    return writers.back().get();
-  };
-  if (flags.canary_nodes.empty()) {
-    Result<recording::RecordingWriter*> all = open("telemetry");
-    if (!all) return all.error();
-    std::fill(per_node.begin(), per_node.end(), *all);
-  } else {
-    Result<recording::RecordingWriter*> canary = open("canary");
-    if (!canary) return canary.error();
-    Result<recording::RecordingWriter*> baseline = open("baseline");
-    if (!baseline) return baseline.error();
-    std::fill(per_node.begin(), per_node.end(), *baseline);
-    for (const std::string& host : flags.canary_nodes) per_node[*engine.FindNode(host)] = *canary;
-  }
   sim::OfflineOptions options;
   options.duration_s = flags.duration_s > 0 ? flags.duration_s : scenario.duration_s;
   options.scrape_interval_s = flags.scrape_interval_s;
   const auto t0 = std::chrono::steady_clock::now();
-  Result<sim::OfflineStats> stats = sim::WriteScenarioRecording(engine, options, per_node);
-  if (!stats) return stats.error();
-  for (auto& w : writers) GC_RETURN_IF_ERROR(w->Close());
-  GC_RETURN_IF_ERROR(sim::WriteTruthJsonl(engine.Truth(), dir + "truth.jsonl"));
-  GC_RETURN_IF_ERROR(sim::WriteReleasesJsonl(engine.releases(), dir + "releases.jsonl"));
+  Result<sim::OfflineRun> run =
+      sim::RunScenarioOffline(engine, options, flags.offline_dir, flags.canary_nodes, flags.gzip);
+  if (!run) return run.error();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string telemetry;
+  for (const std::string& path : run->telemetry) {
+    telemetry += (telemetry.empty() ? "" : ", ") + path;
+  }
   char took[32];
   std::snprintf(took, sizeof took, "%.2f", seconds);
   ctx.out << scenario.file << ": " << engine.node_count() << " nodes, "
           << engine.fleet().gpu_count() << " GPUs, " << options.duration_s << " s simulated in "
-          << took << " s: " << stats->samples << " samples -> " << telemetry << ", "
-          << engine.Truth().size() << " truth records -> " << dir << "truth.jsonl, "
-          << engine.releases().size() << " releases -> " << dir << "releases.jsonl\n";
+          << took << " s: " << run->stats.samples << " samples -> " << telemetry << ", "
+          << engine.Truth().size() << " truth records -> " << run->truth << ", "
+          << engine.releases().size() << " releases -> " << run->releases << "\n";
   return Status::Ok();
 }
 

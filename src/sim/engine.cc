@@ -77,7 +77,8 @@ Status Engine::ApplyEvent(const ScenarioEvent& e) {
     case ScenarioEvent::kDeploy:
       return Deploy(e.release, e.nodes);
     case ScenarioEvent::kFault: {
-      Result<std::vector<int>> ids = InjectFault(e.fault, e.nodes, e.gpus, e.params, "scenario");
+      Result<std::vector<int>> ids =
+          InjectFault(e.fault, e.nodes, e.gpus, e.params, "scenario", e.scope);
       return ids ? Status::Ok() : Status(ids.error());
     }
     case ScenarioEvent::kClearFault: {
@@ -89,6 +90,8 @@ Status Engine::ApplyEvent(const ScenarioEvent& e) {
     case ScenarioEvent::kCordon:
       for (const std::string& node : e.nodes) GC_RETURN_IF_ERROR(SetCordon(node, true));
       return Status::Ok();
+    case ScenarioEvent::kRps:
+      return SetFleetRate(e.rps);
   }
   return Status::Ok();
 }
@@ -204,6 +207,20 @@ Status Engine::SetTraffic(const std::map<std::string, double>& weights) {
   r.type = TruthRecord::kTraffic;
   r.since_ms = now_ms();
   r.weights = weights;
+  OpenTruth(std::move(r));
+  return Status::Ok();
+}
+
+Status Engine::SetFleetRate(double rps) {
+  if (!(rps >= 0) || !std::isfinite(rps)) {
+    return Error(StatusCode::kInvalidArgument, "rps must be a finite rate >= 0");
+  }
+  traffic_.set_rps(rps);
+  CloseOpenTruth([](const TruthRecord& r) { return r.type == TruthRecord::kLoad; });
+  TruthRecord r;
+  r.type = TruthRecord::kLoad;
+  r.since_ms = now_ms();
+  r.rps = rps;
   OpenTruth(std::move(r));
   return Status::Ok();
 }

@@ -48,7 +48,7 @@ namespace gpucanary::sim {
 // One entry of the ground truth: something the engine did or caused, with the
 // simulated interval it held. Written as JSONL by WriteTruthJsonl.
 struct TruthRecord {
-  enum Type : std::uint8_t { kFault, kDeploy, kTraffic, kCordon };
+  enum Type : std::uint8_t { kFault, kDeploy, kTraffic, kCordon, kLoad };
   Type type = kFault;
   std::int64_t since_ms = 0;
   std::optional<std::int64_t> until_ms;  // unset: still in force at the end
@@ -67,9 +67,11 @@ struct TruthRecord {
   int fault_id = 0;  // kFault from an event or the API: the id DELETE /faults/{id} takes
   // kDeploy: `release` on `node` (since: the node serves it), replacing
   // `previous` ("" for the first); kTraffic: weights (empty: even per node);
-  // kCordon: `node` (until: uncordoned).
+  // kCordon: `node` (until: uncordoned); kLoad: the fleet's mean request
+  // rate `rps` set by a load shift (until: the next one).
   std::string previous;
   std::map<std::string, double> weights;
+  double rps = 0;
 };
 
 // What a CI/CD pipeline would have announced (DESIGN.md §5) when a release
@@ -115,12 +117,19 @@ class Engine {
   Status Deploy(const std::string& release, const std::vector<std::string>& nodes);
   Status SetTraffic(const std::map<std::string, double>& weights);
   Status SetCordon(const std::string& node, bool cordoned);
-  // Injects a node fault on `gpus` ("all", "0-3", ...) of each node; returns
-  // the ids of the faults created, one per node.
+  // A load shift: the fleet's mean request rate (TrafficSpec::rps) becomes
+  // `rps` from this step on; diurnal shape, drift and bursts still apply.
+  // kInvalidArgument for a negative or non-finite rate.
+  Status SetFleetRate(double rps);
+  // Injects a fault on `gpus` ("all", "0-3", ...) of each node; returns the
+  // ids of the faults created, one per node. `scope` "node" is a hardware
+  // fault; "release" records it as the effect of the release running there
+  // (truth scope "release"), for release effects no kernel profile models.
   Result<std::vector<int>> InjectFault(FaultKind kind, const std::vector<std::string>& nodes,
                                        const std::string& gpus,
                                        const std::map<std::string, double>& params,
-                                       const std::string& source = "api");
+                                       const std::string& source = "api",
+                                       const std::string& scope = "node");
   // Clears injected faults of `kind` on those GPUs (a fault covering other
   // GPUs too keeps them). Returns how many GPU-faults were cleared.
   Result<int> ClearFaults(FaultKind kind, const std::vector<std::string>& nodes,

@@ -24,8 +24,9 @@ double Param(const std::map<std::string, double>& params, const char* name, doub
   return it == params.end() ? fallback : it->second;
 }
 
-// The causes a release's kernel profile brings with it (scope "release").
-std::vector<std::string> ReleaseCauses(const ReleaseSpec& r) {
+// The causes a release's kernel profile brings with it (scope "release") on
+// GPUs of `profile`.
+std::vector<std::string> ReleaseCauses(const ReleaseSpec& r, const GpuProfile& profile) {
   std::vector<std::string> out;
   if (r.power_spikiness >= kBrakeSpikiness) {
     out.emplace_back("power_brake");
@@ -35,6 +36,10 @@ std::vector<std::string> ReleaseCauses(const ReleaseSpec& r) {
   if (r.dram_thrash > 1) out.emplace_back("memory_thrash");
   if (r.occupancy_factor < 1) out.emplace_back("low_occupancy");
   if (r.xid > 0 && r.xid_per_s > 0) out.emplace_back("xid_errors");
+  if ((r.pcie_gen > 0 && r.pcie_gen < profile.pcie_max_gen) ||
+      (r.pcie_width > 0 && r.pcie_width < profile.pcie_max_width)) {
+    out.emplace_back("pcie_downtrain");
+  }
   if (r.slowdown > 1) out.emplace_back("software_regression");
   return out;
 }
@@ -102,6 +107,8 @@ void Engine::ComputeFaults() {
         f.occupancy_factor = spec.occupancy_factor;
         f.xid = spec.xid;
         f.xid_per_s = spec.xid_per_s;
+        f.pcie_gen = spec.pcie_gen;
+        f.pcie_width = spec.pcie_width;
       }
     }
     for (const ActiveFault& a : faults_) {
@@ -116,7 +123,11 @@ void Engine::ComputeFaults() {
 Result<std::vector<int>> Engine::InjectFault(FaultKind kind, const std::vector<std::string>& nodes,
                                              const std::string& gpus,
                                              const std::map<std::string, double>& params,
-                                             const std::string& source) {
+                                             const std::string& source, const std::string& scope) {
+  if (scope != "node" && scope != "release") {
+    return Error(StatusCode::kInvalidArgument,
+                 "scope must be node or release, not '" + scope + "'");
+  }
   Result<std::vector<std::size_t>> targets = ResolveNodes(nodes);
   if (!targets) return Error(targets.error());
   for (const auto& [name, value] : params) {
@@ -150,7 +161,7 @@ Result<std::vector<int>> Engine::InjectFault(FaultKind kind, const std::vector<s
     r.type = TruthRecord::kFault;
     r.since_ms = now_ms();
     r.kind = std::string(CauseKindName(kind));
-    r.scope = "node";
+    r.scope = scope;
     r.release = nodes_[i].release;
     r.source = source;
     r.node = fleet_.nodes()[i].hostname;
@@ -230,13 +241,13 @@ void Engine::UpdateReleaseTruth(std::size_t node, const std::string& old_release
   const std::string& host = fleet_.nodes()[node].hostname;
   if (!old_release.empty()) {
     CloseOpenTruth([&](const TruthRecord& r) {
-      return r.type == TruthRecord::kFault && r.scope == "release" && r.node == host;
+      return r.type == TruthRecord::kFault && r.source == "release" && r.node == host;
     });
   }
   const ReleaseSpec& spec = scenario_.releases.at(new_release);
   std::vector<int> all(nodes_[node].gpu_faults.size());
   for (std::size_t g = 0; g < all.size(); ++g) all[g] = static_cast<int>(g);
-  for (std::string& kind : ReleaseCauses(spec)) {
+  for (std::string& kind : ReleaseCauses(spec, *fleet_.nodes()[node].profile)) {
     TruthRecord r;
     r.type = TruthRecord::kFault;
     r.since_ms = now_ms();

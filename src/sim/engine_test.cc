@@ -196,6 +196,66 @@ TEST(EngineTest, InjectedFaultsAreNodeScopedAndClearable) {
   EXPECT_FALSE(e.InjectFault(FaultKind::kThermal, {"node-1"}, "all", {{"width", 8}}).has_value());
 }
 
+TEST(EngineTest, ALoadShiftChangesTheFleetRateAndIsInTheTruth) {
+  Engine e(Parse(kTwoReleases));
+  const double before = MeanOver(e, 60, [](const Engine& x) { return x.fleet_rate(); });
+  ASSERT_TRUE(e.SetFleetRate(320).ok());
+  const double after = MeanOver(e, 60, [](const Engine& x) { return x.fleet_rate(); });
+  EXPECT_NEAR(before, 160, 160 * 0.15);  // drift: sd 5%
+  EXPECT_NEAR(after / before, 2, 0.1);   // the drift barely moves in a minute
+  EXPECT_NEAR(e.node_view(0).arrival_rate, e.fleet_rate() / 4, 1e-9);  // still even per node
+  EXPECT_FALSE(e.SetFleetRate(-1).ok());
+  ASSERT_TRUE(e.SetFleetRate(100).ok());
+  int loads = 0;
+  for (const TruthRecord& r : e.Truth()) {
+    if (r.type != TruthRecord::kLoad) continue;
+    ++loads;
+    EXPECT_EQ(r.rps, loads == 1 ? 320 : 100);
+    EXPECT_EQ(r.until_ms.has_value(), loads == 1);
+  }
+  EXPECT_EQ(loads, 2);
+  EXPECT_NE(TruthRecordJson(e.Truth().back()).find(R"("type":"load","rps":100.0)"),
+            std::string::npos);
+}
+
+TEST(EngineTest, ReleaseScopedFaultsAndAReleaseThatTrainsTheLinkLower) {
+  Engine e(Parse(R"(
+duration: 60s
+fleet: [{nodes: "node-[1-2]", gpu: h100-sxm, gpus: 2}]
+releases: {stable: {}, gen4: {pcie_gen: 4}}
+traffic: {rps: 60}
+events:
+  - {at: 0s, deploy: stable, nodes: all}
+  - {at: 10s, deploy: gen4, nodes: [node-2]}
+  - {at: 30s, fault: hw_slowdown, nodes: [node-2], scope: release}
+)"));
+  RunFor(e, 40);
+  const Readings canary = e.fleet().nodes()[1].gpus[0].model.Read();
+  const Readings other = e.fleet().nodes()[0].gpus[0].model.Read();
+  EXPECT_EQ(*canary.Get(SimField::kPcieLinkGen), 4);
+  EXPECT_EQ(*canary.Get(SimField::kPcieLinkWidth), 16);
+  EXPECT_EQ(*other.Get(SimField::kPcieLinkGen), 5);
+  EXPECT_EQ(static_cast<int>(*canary.Get(SimField::kClockEventReasons)) & 0x8, 0x8);
+  int seen = 0;
+  for (const TruthRecord& r : e.Truth()) {
+    if (r.type != TruthRecord::kFault) continue;
+    EXPECT_EQ(r.node, "node-2");
+    EXPECT_EQ(r.scope, "release");
+    EXPECT_EQ(r.release, "gen4");
+    EXPECT_FALSE(r.until_ms.has_value());
+    if (r.kind == "pcie_downtrain") {
+      EXPECT_EQ(r.source, "release");
+      EXPECT_EQ(r.since_ms, e.Truth().front().since_ms + 20000);  // serving after the restart
+      ++seen;
+    } else if (r.kind == "hw_slowdown") {
+      EXPECT_EQ(r.source, "scenario");
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+  EXPECT_FALSE(e.InjectFault(FaultKind::kThermal, {"node-1"}, "all", {}, "api", "fleet"));
+}
+
 TEST(EngineTest, XidSeventyNineLosesTheGpuAndTheNodeStopsServing) {
   Engine e(Parse(kTwoReleases));
   RunFor(e, 5);

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "sim/dcgm_render.h"
@@ -110,11 +113,16 @@ Result<std::uint64_t> AppendVllm(const VllmState& s, std::int64_t now_ms,
   GC_RETURN_IF_ERROR(
       writer.Append(kVllmFamilies[5].name, success, s.request_success_total, now_ms));
   std::uint64_t samples = std::size(values) + 1;
-  Result<std::uint64_t> n =
-      AppendHistogram(kVllmFamilies[6].name, s.time_to_first_token_seconds, base, now_ms, writer);
+  Result<std::uint64_t> n = AppendHistogram(kVllmFamilies[kTtftFamily].name,
+                                            s.time_to_first_token_seconds, base, now_ms, writer);
   if (!n) return Error(n.error());
   samples += *n;
-  n = AppendHistogram(kVllmFamilies[7].name, s.e2e_request_latency_seconds, base, now_ms, writer);
+  n = AppendHistogram(kVllmFamilies[kTpotFamily].name, s.time_per_output_token_seconds, base,
+                      now_ms, writer);
+  if (!n) return Error(n.error());
+  samples += *n;
+  n = AppendHistogram(kVllmFamilies[kE2eFamily].name, s.e2e_request_latency_seconds, base, now_ms,
+                      writer);
   if (!n) return Error(n.error());
   return samples + *n;
 }
@@ -207,6 +215,57 @@ Result<OfflineStats> WriteScenarioRecording(
     }
   }
   return stats;
+}
+
+Result<OfflineRun> RunScenarioOffline(Engine& engine, const OfflineOptions& options,
+                                      const std::string& dir,
+                                      std::span<const std::string> canary_nodes, bool gzip) {
+  for (const std::string& host : canary_nodes) {
+    if (!engine.FindNode(host)) {
+      return Error(StatusCode::kInvalidArgument, "unknown canary node '" + host + "'");
+    }
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return Error(StatusCode::kIoError, "cannot create '" + dir + "': " + error.message());
+  const std::string prefix = dir + "/";
+  const std::string ext = gzip ? ".om.gz" : ".om";
+  OfflineRun run;
+  // One recording for the fleet, or one for the canary nodes and one for the
+  // rest (the baseline), as `gpucanary judge` takes them.
+  std::vector<std::unique_ptr<recording::RecordingWriter>> writers;
+  const auto open = [&](const std::string& name) -> Result<recording::RecordingWriter*> {
+    const std::string path = prefix + name + ext;
+    auto w = recording::RecordingWriter::Open(path);
+    if (!w) return Error(w.error());
+    writers.push_back(std::move(*w));
+    run.telemetry.push_back(path);
+    return writers.back().get();
+  };
+  std::vector<recording::RecordingWriter*> per_node(engine.node_count());
+  if (canary_nodes.empty()) {
+    Result<recording::RecordingWriter*> all = open("telemetry");
+    if (!all) return Error(all.error());
+    std::fill(per_node.begin(), per_node.end(), *all);
+  } else {
+    Result<recording::RecordingWriter*> canary = open("canary");
+    if (!canary) return Error(canary.error());
+    Result<recording::RecordingWriter*> baseline = open("baseline");
+    if (!baseline) return Error(baseline.error());
+    run.canary = run.telemetry[0];
+    run.baseline = run.telemetry[1];
+    std::fill(per_node.begin(), per_node.end(), *baseline);
+    for (const std::string& host : canary_nodes) per_node[*engine.FindNode(host)] = *canary;
+  }
+  Result<OfflineStats> stats = WriteScenarioRecording(engine, options, per_node);
+  if (!stats) return Error(stats.error());
+  run.stats = *stats;
+  for (auto& w : writers) GC_RETURN_IF_ERROR(w->Close());
+  run.truth = prefix + "truth.jsonl";
+  run.releases = prefix + "releases.jsonl";
+  GC_RETURN_IF_ERROR(WriteTruthJsonl(engine.Truth(), run.truth));
+  GC_RETURN_IF_ERROR(WriteReleasesJsonl(engine.releases(), run.releases));
+  return run;
 }
 
 }  // namespace gpucanary::sim

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "recording/recording_writer.h"
@@ -50,5 +52,26 @@ Result<OfflineStats> WriteScenarioRecording(Engine& engine, const OfflineOptions
 Result<OfflineStats> WriteScenarioRecording(
     Engine& engine, const OfflineOptions& options,
     std::span<recording::RecordingWriter* const> writer_per_node);
+
+// What RunScenarioOffline wrote (paths as DIR + "/" + name).
+struct OfflineRun {
+  std::vector<std::string> telemetry;  // the recordings, in the order opened
+  std::string canary;                  // DIR/canary.om[.gz]; empty without canary nodes
+  std::string baseline;                // DIR/baseline.om[.gz]; empty without canary nodes
+  std::string truth;                   // DIR/truth.jsonl
+  std::string releases;                // DIR/releases.jsonl
+  OfflineStats stats;
+};
+
+// The whole offline run of `gpucanary sim --offline DIR` (docs/simulator.md):
+// creates DIR, records the scenario with WriteScenarioRecording into
+// DIR/telemetry.om, or, when `canary_nodes` is not empty, the canary nodes
+// into DIR/canary.om and the others into DIR/baseline.om (".om.gz" with
+// `gzip`), closes them, then writes DIR/truth.jsonl and DIR/releases.jsonl.
+// Errors: kInvalidArgument naming an unknown canary node (before any file is
+// written); kIoError for a directory or file that cannot be written.
+Result<OfflineRun> RunScenarioOffline(Engine& engine, const OfflineOptions& options,
+                                      const std::string& dir,
+                                      std::span<const std::string> canary_nodes, bool gzip);
 
 }  // namespace gpucanary::sim

@@ -264,6 +264,8 @@ TEST(VllmRenderTest, ExpositionParsesAndHistogramsAreCumulative) {
   s.gpu_cache_usage_perc = 0.25;
   for (double v : {0.2, 0.5, 0.9, 70.0}) s.e2e_request_latency_seconds.Observe(v);
   for (double v : {0.0005, 0.03, 0.03, 20.0}) s.time_to_first_token_seconds.Observe(v);
+  s.time_per_output_token_seconds.Observe(0.016, 40);
+  s.time_per_output_token_seconds.Observe(3.0, 2);
   std::string out;
   RenderVllmExposition(s, out);
 
@@ -287,8 +289,9 @@ TEST(VllmRenderTest, ExpositionParsesAndHistogramsAreCumulative) {
         }
       });
   EXPECT_TRUE(report.ok()) << (report.messages.empty() ? "" : report.messages[0]);
-  EXPECT_EQ(report.stats.families, 8u);
-  EXPECT_EQ(report.stats.series, 6u + (kTtftBuckets.size() + 3) + (kE2eLatencyBuckets.size() + 3));
+  EXPECT_EQ(report.stats.families, 9u);
+  EXPECT_EQ(report.stats.series, 6u + (kTtftBuckets.size() + 3) + (kTpotBuckets.size() + 3) +
+                                     (kE2eLatencyBuckets.size() + 3));
   ASSERT_EQ(e2e_buckets.size(), kE2eLatencyBuckets.size() + 1);
   for (std::size_t i = 1; i < e2e_buckets.size(); ++i)
     EXPECT_GE(e2e_buckets[i], e2e_buckets[i - 1]);
@@ -299,6 +302,13 @@ TEST(VllmRenderTest, ExpositionParsesAndHistogramsAreCumulative) {
   EXPECT_EQ(e2e_count, 4);
   EXPECT_NE(out.find("vllm:time_to_first_token_seconds_bucket{model_name=\"meta-llama/"
                      "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\",le=\"0.04\"} 3.0\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("# TYPE vllm:time_per_output_token_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(out.find("vllm:time_per_output_token_seconds_bucket{model_name=\"meta-llama/"
+                     "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\",le=\"0.025\"} 40.0\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("vllm:time_per_output_token_seconds_bucket{model_name=\"meta-llama/"
+                     "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\",le=\"+Inf\"} 42.0\n"),
             std::string::npos);
   EXPECT_NE(out.find("vllm:e2e_request_latency_seconds_sum{model_name=\"meta-llama/"
                      "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\"} 71.6\n"),

@@ -50,10 +50,12 @@ constexpr std::string_view kFleetKeys[] = {"nodes", "gpu", "driver", "gpus"};
 constexpr std::string_view kTrafficKeys[] = {"rps", "diurnal", "bursts"};
 constexpr std::string_view kDiurnalKeys[] = {"amplitude", "period"};
 constexpr std::string_view kBurstKeys[] = {"rate"};
-constexpr std::string_view kEventKeys[] = {"at",     "deploy", "fault", "clear_fault", "traffic",
-                                           "cordon", "nodes",  "gpus",  "params"};
-constexpr std::string_view kEventActions[] = {"deploy", "fault", "clear_fault", "traffic",
-                                              "cordon"};
+constexpr std::string_view kEventKeys[] = {"at",      "deploy", "fault", "clear_fault",
+                                           "traffic", "cordon", "rps",   "nodes",
+                                           "gpus",    "params", "scope"};
+constexpr std::string_view kEventActions[] = {"deploy",  "fault",  "clear_fault",
+                                              "traffic", "cordon", "rps"};
+constexpr std::string_view kFaultScopes[] = {"node", "release"};
 constexpr std::string_view kKernelProfiles[] = {"baseline"};
 constexpr std::string_view kDefaultDriver = "580.105.08";
 constexpr int kMaxGpusPerNode = 64;
@@ -77,7 +79,7 @@ constexpr std::string_view kReleaseKeys[] = {
     "profile",     "power_spikiness", "dram_thrash",     "occupancy_factor", "slowdown",
     "xid",         "xid_per_s",       "dynamic_power_w", "sm_active",        "tensor_active",
     "dram_active", "occupancy",       "memory_bound",    "pcie_rx_bytes_s",  "pcie_tx_bytes_s",
-    "fb_used_mib"};
+    "fb_used_mib", "pcie_gen",        "pcie_width"};
 
 // A hostname as expanded, and where its pattern was written.
 struct Host {
@@ -246,6 +248,12 @@ class ScenarioParser {
       spec->xid = static_cast<int>(*xid);
       return Status::Ok();
     }
+    if (key == "pcie_gen" || key == "pcie_width") {
+      Result<std::int64_t> n = ReadInt(r_, value, field, 1, key == "pcie_gen" ? 6 : 32);
+      if (!n) return n.error();
+      (key == "pcie_gen" ? spec->pcie_gen : spec->pcie_width) = static_cast<int>(*n);
+      return Status::Ok();
+    }
     Result<double> number =
         key == "xid_per_s" ? ReadRate(r_, value, field) : ReadNumber(r_, value, field);
     if (!number) return number.error();
@@ -351,6 +359,11 @@ class ScenarioParser {
     } else if (action == "traffic") {
       event.kind = ScenarioEvent::kTraffic;
       GC_RETURN_IF_ERROR(ReadWeights(value, value_field, &event.weights));
+    } else if (action == "rps") {
+      event.kind = ScenarioEvent::kRps;
+      Result<double> rps = ReadRate(r_, value, value_field);
+      if (!rps) return rps.error();
+      event.rps = *rps;
     } else {
       event.kind = ScenarioEvent::kCordon;
       GC_RETURN_IF_ERROR(ReadEventNodes(value, value_field, &event.nodes));
@@ -364,6 +377,15 @@ class ScenarioParser {
     if (const YAML::Node* params = f->Find("params")) {
       GC_RETURN_IF_ERROR(ReadParams(*params, Child(field, "params"), event.fault, &event.params));
     }
+    if (const YAML::Node* scope = f->Find("scope")) {
+      if (!scope->IsScalar() || !Contains(kFaultScopes, scope->Scalar())) {
+        return r_
+            .Fail(*scope, Child(field, "scope"),
+                  "unknown scope (valid: " + JoinNames(kFaultScopes) + ")")
+            .value();
+      }
+      event.scope = scope->Scalar();
+    }
     s_->events.push_back(std::move(event));
     return Status::Ok();
   }
@@ -375,7 +397,8 @@ class ScenarioParser {
     for (const Fields::Entry& e : f.entries()) {
       const std::string& key = e.name;
       const bool ok = key == "at" || key == action || (key == "nodes" && targets_nodes) ||
-                      (key == "gpus" && targets_gpus) || (key == "params" && action == "fault");
+                      (key == "gpus" && targets_gpus) ||
+                      ((key == "params" || key == "scope") && action == "fault");
       if (!ok) {
         return r_
             .Fail(e.key, Child(field, key), "not allowed in a " + std::string(action) + " event")

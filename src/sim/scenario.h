@@ -24,7 +24,10 @@
 // power_cap {limit_w}, pcie_downtrain {width, gen}, pcie_errors
 // {replays_per_s}, memory_thrash / low_occupancy {factor}, xid_errors {xid,
 // per_s}, ecc_errors {sbe_per_s, dbe_per_s}; power_brake and hw_slowdown none.
-// The first event may not precede 0 s, none may come after `duration`.
+// A fault event's `scope:` is `node` (default: a hardware fault) or `release`
+// (the effect of the release running there, for effects no kernel profile
+// models; the truth records it so). The first event may not precede 0 s,
+// none may come after `duration`.
 
 #include <cstdint>
 #include <map>
@@ -61,6 +64,8 @@ struct ReleaseSpec {
   double slowdown = 1;          // pure software regression: work per token x this
   int xid = 0;                  // > 0: the release makes this XID recur
   double xid_per_s = 0;
+  int pcie_gen = 0;    // > 0: the release's driver trains the link at this generation...
+  int pcie_width = 0;  // ...and width (0: the GPU's maximum)
 };
 
 // `traffic:`. Absent: no load (rps 0).
@@ -93,14 +98,16 @@ bool FaultKindFromName(std::string_view name, FaultKind* kind);
 std::span<const std::string_view> FaultParamNames(FaultKind kind);
 
 // One entry of `events:`; exactly one of deploy / fault / clear_fault /
-// traffic / cordon per event:
+// traffic / cordon / rps per event:
 //   {at: 60s, deploy: REL, nodes: [..] | all}
-//   {at: 90s, fault: KIND, nodes: .., gpus: "0-3" | all, params: {NAME: NUMBER}}
+//   {at: 90s, fault: KIND, nodes: .., gpus: "0-3" | all, params: {NAME: NUMBER},
+//    scope: node | release}
 //   {at: 200s, clear_fault: KIND, nodes: .., gpus: ..}
 //   {at: 120s, traffic: {REL: WEIGHT, ...}}   (or `traffic: even`: equal per node)
 //   {at: 300s, cordon: node-4 | [node-4, node-5]}
+//   {at: 200s, rps: 480}   (the fleet's mean request rate from then on: a load shift)
 struct ScenarioEvent {
-  enum Kind : std::uint8_t { kDeploy, kFault, kClearFault, kTraffic, kCordon };
+  enum Kind : std::uint8_t { kDeploy, kFault, kClearFault, kTraffic, kCordon, kRps };
 
   double at_s = 0;
   Kind kind = kDeploy;
@@ -110,6 +117,8 @@ struct ScenarioEvent {
   FaultKind fault = FaultKind::kThermal;  // kFault / kClearFault
   std::map<std::string, double> params;   // kFault: kind-specific numbers
   std::map<std::string, double> weights;  // kTraffic: release -> share; empty: even per node
+  std::string scope = "node";             // kFault: "node" or "release"
+  double rps = 0;                         // kRps: the new mean fleet rate, requests/s
 };
 
 struct Scenario {

@@ -174,6 +174,16 @@ const BadCase kBadCases[] = {
      "t.yaml:7:53: events[0].params.limit:", "unknown field (expected one of limit_w)"},
     {"unknown release field", "  other: {spikiness: 2}\n",
      "t.yaml:6:11: releases.other.spikiness:", "unknown field"},
+    {"negative load shift", "events:\n  - {at: 10s, rps: -3}\n",
+     "t.yaml:7:20: events[0].rps:", "negative rate"},
+    {"nodes on a load shift", "events:\n  - {at: 10s, rps: 30, nodes: all}\n",
+     "t.yaml:7:24: events[0].nodes:", "not allowed in a rps event"},
+    {"unknown fault scope", "events:\n  - {at: 0s, fault: thermal, nodes: all, scope: rack}\n",
+     "t.yaml:7:49: events[0].scope:", "unknown scope (valid: node, release)"},
+    {"scope on a deploy", "events:\n  - {at: 0s, deploy: stable, nodes: all, scope: node}\n",
+     "t.yaml:7:42: events[0].scope:", "not allowed in a deploy event"},
+    {"PCIe generation out of range", "  other: {pcie_gen: 7}\n",
+     "t.yaml:6:21: releases.other.pcie_gen:", "must be in 1..6"},
 };
 
 TEST(ScenarioTest, MalformedInputsNameFileLineColumnAndField) {
@@ -256,6 +266,32 @@ TEST(ScenarioTest, BadNodePowerBrakeScenarioShape) {
   EXPECT_DOUBLE_EQ(s->events[2].at_s, 90);
   EXPECT_THAT(s->events[2].nodes, ElementsAre("node-6"));
   EXPECT_THAT(*ExpandGpuSelector(s->events[2].gpus, 8), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(ScenarioTest, LoadShiftsFaultScopesAndReleaseLinks) {
+  Result<Scenario> s = ParseScenario(R"(duration: 60s
+fleet: [{nodes: "n[1-2]", gpu: h100-sxm, gpus: 4}]
+releases: {a: {}, gen4: {pcie_gen: 4, pcie_width: 8}}
+traffic: {rps: 80}
+events:
+  - {at: 0s, deploy: a, nodes: all}
+  - {at: 10s, rps: 120}
+  - {at: 20s, rps: 30/m}
+  - {at: 30s, fault: thermal, nodes: [n2], scope: release}
+  - {at: 31s, fault: thermal, nodes: [n1]}
+)",
+                                     "t.yaml");
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  const ReleaseSpec& gen4 = s->releases.at("gen4");
+  EXPECT_EQ(gen4.pcie_gen, 4);
+  EXPECT_EQ(gen4.pcie_width, 8);
+  EXPECT_EQ(s->releases.at("a").pcie_gen, 0);
+  ASSERT_EQ(s->events.size(), 5u);
+  EXPECT_EQ(s->events[1].kind, ScenarioEvent::kRps);
+  EXPECT_DOUBLE_EQ(s->events[1].rps, 120);
+  EXPECT_DOUBLE_EQ(s->events[2].rps, 0.5);
+  EXPECT_EQ(s->events[3].scope, "release");
+  EXPECT_EQ(s->events[4].scope, "node");
 }
 
 TEST(ScenarioTest, TrafficEvenDropsTheWeights) {

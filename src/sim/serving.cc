@@ -169,6 +169,7 @@ void ServingNode::RunDecode(double t0, double t1, double speed, double prefill_b
   const double decode_share =
       std::max(0.0, dt - (1 - profile_.prefill_overlap) * prefill_busy_s) / dt;
   const double token_rate = decode_share / t_iter;  // tokens per second per request
+  const double decoded_before = state_.generation_tokens_total;
   double first_start = t1;
   double last_end = t0;
   for (std::size_t i = 0; i < decoding_.size();) {
@@ -197,6 +198,16 @@ void ServingNode::RunDecode(double t0, double t1, double speed, double prefill_b
     generated_in_step_ += emitted;
     kv_held_ += static_cast<std::int64_t>(emitted);
     ++i;
+  }
+  // vLLM's time per output token: each iteration, every request that gains a
+  // token observes the time since its previous one. Every request in this
+  // step's batch gets one token per 1 / token_rate seconds (the iteration
+  // plus its share of prefill), so the step's tokens are one observation each
+  // of that value: one aggregated call per step.
+  const double decoded = state_.generation_tokens_total - decoded_before;
+  if (decoded > 0) {
+    state_.time_per_output_token_seconds.Observe(1 / token_rate,
+                                                 static_cast<std::uint64_t>(decoded));
   }
   decode_active_ = std::clamp((last_end - first_start) / dt, 0.0, 1.0);
 }

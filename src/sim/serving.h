@@ -25,6 +25,9 @@
 //      compute under the weight streaming of decode, and the rest
 //      ((1 - prefill_overlap) * prefill busy time) is taken from decode.
 //      A request finishes at its output length: e2e = finish - arrival.
+//      Each decode token observes its gap from the previous one (the
+//      iteration time with prefill's share: t_iter / decode share) into
+//      vllm:time_per_output_token_seconds, one Observe(value, count) a step.
 // Gauges are those at the end of the step; generation and prompt token
 // counters move in whole tokens as they are produced, so their rates are the
 // token throughputs.

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "expfmt/reader.h"
+#include "sim/engine.h"
+#include "sim/offline.h"
+#include "sim/scenario.h"
 
 namespace gpucanary::sim {
 namespace {
@@ -24,6 +27,7 @@ struct Window {
   double seconds = 0;
   VllmHistogram<kE2eLatencyBuckets.size()> e2e;
   VllmHistogram<kTtftBuckets.size()> ttft;
+  VllmHistogram<kTpotBuckets.size()> tpot;
   double generated = 0;
   double prompt = 0;
   double succeeded = 0;
@@ -35,6 +39,7 @@ struct Window {
 
   double p99() const { return HistogramQuantile(e2e, 0.99); }
   double mean_e2e() const { return e2e.sum / static_cast<double>(e2e.count); }
+  double mean_tpot() const { return tpot.sum / static_cast<double>(tpot.count); }
 };
 
 // Runs one node at a constant rate and speed and measures after `warmup_s`.
@@ -60,6 +65,7 @@ Window RunNode(double rps, double speed, double seconds, double warmup_s = 60,
   const VllmState& end = node.state();
   w.e2e = HistogramDelta(end.e2e_request_latency_seconds, start.e2e_request_latency_seconds);
   w.ttft = HistogramDelta(end.time_to_first_token_seconds, start.time_to_first_token_seconds);
+  w.tpot = HistogramDelta(end.time_per_output_token_seconds, start.time_per_output_token_seconds);
   w.generated = end.generation_tokens_total - start.generation_tokens_total;
   w.prompt = end.prompt_tokens_total - start.prompt_tokens_total;
   w.succeeded = end.request_success_total - start.request_success_total;
@@ -198,6 +204,27 @@ TEST(ServingNodeTest, LightLoadLatencyIsPrefillThenDecodeIterations) {
   EXPECT_NEAR(half.mean_e2e(), 2 * w.mean_e2e(), 0.05 * w.mean_e2e());
 }
 
+TEST(ServingNodeTest, TimePerOutputTokenIsTheDecodeIterationTime) {
+  // Light load: each decode token comes one iteration after the previous one.
+  const ServingProfile p;
+  const Window light = RunNode(2, 1.0, 1860);
+  const double t_iter = p.iter_base_s + p.iter_per_seq_s * light.mean_in_system;
+  EXPECT_NEAR(light.mean_tpot(), t_iter, 0.03 * t_iter);
+  // Every generated token but each request's first is one observation.
+  EXPECT_NEAR(static_cast<double>(light.tpot.count), light.generated - light.succeeded,
+              0.01 * light.generated);
+  // A release 10% slower (slowdown 1.1) at the same offered load: every
+  // iteration takes 10% longer and the batch grows with the latency.
+  const Window nominal = RunNode(50, 1.0, 660);
+  const Window slower = RunNode(50, 1 / 1.1, 660);
+  EXPECT_GE(slower.mean_tpot(), 1.08 * nominal.mean_tpot());
+  const Window subtle = RunNode(50, 1 / 1.05, 660);
+  EXPECT_GE(subtle.mean_tpot(), 1.04 * nominal.mean_tpot());
+  EXPECT_LT(subtle.mean_tpot(), slower.mean_tpot());
+  // 50 req/s at speed 1: ~16 ms a token, all in vLLM's (0.01, 0.025] bucket.
+  EXPECT_EQ(nominal.tpot.buckets[1], nominal.tpot.count);
+}
+
 TEST(ServingNodeTest, LatencyBlowsUpNonlinearlyWhenCapacityFallsUnderTheLoad) {
   const Window nominal = RunNode(50, 1.0, 660);
   const Window slow = RunNode(50, 0.6, 660);
@@ -235,14 +262,14 @@ TEST(ServingNodeTest, SustainableRateSeparatesBoundedFromGrowingQueues) {
 TEST(ServingNodeTest, P99VersusSpeedAtFiftyRps) {
   std::printf(
       "| speed | capacity req/s | tokens/s | p50 e2e s | p99 e2e s | mean e2e s | "
-      "p99 TTFT s | waiting at 11 min |\n");
+      "p99 TTFT s | mean TPOT ms | waiting at 11 min |\n");
   double previous_mean = 0;
-  for (double speed : {1.0, 0.9, 0.8, 0.75, 0.7, 0.6, 0.5}) {
+  for (double speed : {1.0, 1 / 1.05, 1 / 1.1, 0.8, 0.75, 0.7, 0.6, 0.5}) {
     const Window w = RunNode(50, speed, 660);
-    std::printf("| %.2f | %.1f | %.0f | %.2f | %.2f | %.2f | %.3f | %zu |\n", speed,
+    std::printf("| %.3f | %.1f | %.0f | %.2f | %.2f | %.2f | %.3f | %.2f | %zu |\n", speed,
                 SustainableRequestRate(ServingProfile{}, speed), w.generated / w.seconds,
                 HistogramQuantile(w.e2e, 0.5), w.p99(), w.mean_e2e(),
-                HistogramQuantile(w.ttft, 0.99), w.waiting_at_end);
+                HistogramQuantile(w.ttft, 0.99), 1000 * w.mean_tpot(), w.waiting_at_end);
     EXPECT_GT(w.mean_e2e(), previous_mean) << speed;
     previous_mean = w.mean_e2e();
   }
@@ -263,6 +290,11 @@ TEST(ServingNodeTest, CountersOnlyGrowAndGaugesStayInRange) {
     ASSERT_GE(s.e2e_request_latency_seconds.count, last.e2e_request_latency_seconds.count);
     ASSERT_GE(s.e2e_request_latency_seconds.sum, last.e2e_request_latency_seconds.sum);
     ASSERT_GE(s.time_to_first_token_seconds.count, last.time_to_first_token_seconds.count);
+    ASSERT_GE(s.time_per_output_token_seconds.sum, last.time_per_output_token_seconds.sum);
+    // Every token but a request's first (prefill's) is one TPOT observation.
+    ASSERT_EQ(static_cast<double>(s.time_per_output_token_seconds.count +
+                                  s.time_to_first_token_seconds.count),
+              s.generation_tokens_total);
     for (std::size_t b = 0; b < kE2eLatencyBuckets.size(); ++b) {
       ASSERT_GE(s.e2e_request_latency_seconds.buckets[b],
                 last.e2e_request_latency_seconds.buckets[b]);
@@ -388,6 +420,54 @@ TEST(ServingNodeTest, RenderedExpositionParsesBack) {
   parsed.count = s.e2e_request_latency_seconds.count;
   EXPECT_DOUBLE_EQ(HistogramQuantile(parsed, 0.99),
                    HistogramQuantile(s.e2e_request_latency_seconds, 0.99));
+  // Time per output token, with vLLM's buckets.
+  EXPECT_EQ(type["vllm:time_per_output_token_seconds"], expfmt::MetricType::kHistogram);
+  EXPECT_GT(s.time_per_output_token_seconds.count, 0u);
+  EXPECT_EQ(value["vllm:time_per_output_token_seconds_count"],
+            static_cast<double>(s.time_per_output_token_seconds.count));
+  EXPECT_EQ(value["vllm:time_per_output_token_seconds_bucket{le=+Inf}"],
+            static_cast<double>(s.time_per_output_token_seconds.count));
+  EXPECT_EQ(value.count("vllm:time_per_output_token_seconds_bucket{le=2.5}"), 1u);
+  EXPECT_NEAR(value["vllm:time_per_output_token_seconds_sum"], s.time_per_output_token_seconds.sum,
+              1e-6 * s.time_per_output_token_seconds.sum);
+}
+
+TEST(ServingNodeTest, OfflineRecordingsCarryTimePerOutputToken) {
+  Result<Scenario> scenario = ParseScenario(
+      "duration: 20s\nfleet: [{nodes: \"n[1-2]\", gpu: h100-sxm, gpus: 2}]\n"
+      "releases: {a: {profile: baseline}}\ntraffic: {rps: 40}\n"
+      "events: [{at: 0s, deploy: a, nodes: all}]\n",
+      "tpot.yaml");
+  ASSERT_TRUE(scenario.has_value()) << scenario.error().message();
+  Engine engine(*scenario);
+  const std::string path = ::testing::TempDir() + "gpucanary-serving-tpot.om";
+  auto writer = recording::RecordingWriter::Open(path);
+  ASSERT_TRUE(writer.has_value()) << writer.error().message();
+  OfflineOptions options;
+  options.duration_s = 20;
+  ASSERT_TRUE(WriteScenarioRecording(engine, options, **writer).has_value());
+  ASSERT_TRUE((*writer)->Close().ok());
+
+  std::map<std::string, double> last_count;  // Hostname -> last _count
+  std::map<std::string, expfmt::MetricType> type;
+  auto report = expfmt::ReadFile(
+      path, expfmt::ReadOptions{},
+      [&](const expfmt::SampleView& s, std::string_view family, expfmt::MetricType t) {
+        type[std::string(family)] = t;
+        if (s.name == "vllm:time_per_output_token_seconds_count") {
+          last_count[std::string(*s.Label("Hostname"))] = s.value;
+        }
+      });
+  ASSERT_TRUE(report.has_value());
+  EXPECT_TRUE(report->ok()) << (report->messages.empty() ? "" : report->messages[0]);
+  EXPECT_EQ(type["vllm:time_per_output_token_seconds"], expfmt::MetricType::kHistogram);
+  ASSERT_EQ(last_count.size(), 2u);
+  for (std::size_t i = 0; i < engine.node_count(); ++i) {
+    const VllmState& s = engine.server(i)->state();
+    EXPECT_GT(s.time_per_output_token_seconds.count, 1000u);
+    EXPECT_EQ(last_count[s.hostname], static_cast<double>(s.time_per_output_token_seconds.count));
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -24,6 +24,9 @@ class TrafficProcess {
   // for 10-40 s. Never negative.
   double Step(double elapsed_s, double dt_s);
 
+  // A load shift: the mean rate from the next step on.
+  void set_rps(double rps) { spec_.rps = rps; }
+
   double rate() const { return rate_; }
   bool in_burst() const { return burst_left_s_ > 0; }
 

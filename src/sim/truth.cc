@@ -22,6 +22,8 @@ std::string_view TypeName(TruthRecord::Type type) {
       return "traffic";
     case TruthRecord::kCordon:
       return "cordon";
+    case TruthRecord::kLoad:
+      return "load";
   }
   return "fault";
 }
@@ -55,6 +57,9 @@ nlohmann::ordered_json ToJson(const TruthRecord& r) {
       break;
     case TruthRecord::kCordon:
       j["node"] = r.node;
+      break;
+    case TruthRecord::kLoad:
+      j["rps"] = r.rps;
       break;
   }
   j["since"] = Seconds(r.since_ms);

@@ -15,8 +15,9 @@ constexpr std::string_view kHelpCache = kVllmFamilies[2].help;
 constexpr std::string_view kHelpPrompt = kVllmFamilies[3].help;
 constexpr std::string_view kHelpGeneration = kVllmFamilies[4].help;
 constexpr std::string_view kHelpSuccess = kVllmFamilies[5].help;
-constexpr std::string_view kHelpTtft = kVllmFamilies[6].help;
-constexpr std::string_view kHelpE2e = kVllmFamilies[7].help;
+constexpr std::string_view kHelpTtft = kVllmFamilies[kTtftFamily].help;
+constexpr std::string_view kHelpTpot = kVllmFamilies[kTpotFamily].help;
+constexpr std::string_view kHelpE2e = kVllmFamilies[kE2eFamily].help;
 
 void AppendHeader(std::string_view name, std::string_view help, std::string_view type,
                   std::string& out) {
@@ -180,6 +181,8 @@ void RenderVllmExposition(const VllmState& state, std::string& out) {
   out += '\n';
   AppendHistogram("vllm:time_to_first_token_seconds", kHelpTtft, state,
                   state.time_to_first_token_seconds, out);
+  AppendHistogram("vllm:time_per_output_token_seconds", kHelpTpot, state,
+                  state.time_per_output_token_seconds, out);
   AppendHistogram("vllm:e2e_request_latency_seconds", kHelpE2e, state,
                   state.e2e_request_latency_seconds, out);
 }

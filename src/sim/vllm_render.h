@@ -25,6 +25,10 @@ inline constexpr std::array<double, 15> kE2eLatencyBuckets = {
     0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0};
 inline constexpr std::array<double, 16> kTtftBuckets = {
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0};
+// vllm:time_per_output_token_seconds, the same vLLM version (0.6) as the two
+// above; later versions append 5.0 ... 80.0.
+inline constexpr std::array<double, 13> kTpotBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+                                                        0.3,  0.4,   0.5,  0.75,  1.0, 2.5};
 
 // The families the simulator's vLLM exposes, in exposition order: the sample
 // name (counters with their "_total"), vLLM's help text, and the # TYPE.
@@ -33,7 +37,7 @@ struct VllmFamilyInfo {
   std::string_view help;
   std::string_view type;
 };
-inline constexpr std::array<VllmFamilyInfo, 8> kVllmFamilies = {{
+inline constexpr std::array<VllmFamilyInfo, 9> kVllmFamilies = {{
     {"vllm:num_requests_running", "Number of requests currently running on GPU.", "gauge"},
     {"vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge"},
     {"vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", "gauge"},
@@ -42,9 +46,15 @@ inline constexpr std::array<VllmFamilyInfo, 8> kVllmFamilies = {{
     {"vllm:request_success_total", "Count of successfully processed requests.", "counter"},
     {"vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
      "histogram"},
+    {"vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
+     "histogram"},
     {"vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
      "histogram"},
 }};
+// Indices into kVllmFamilies of the three histograms.
+inline constexpr std::size_t kTtftFamily = 6;
+inline constexpr std::size_t kTpotFamily = 7;
+inline constexpr std::size_t kE2eFamily = 8;
 
 // A Prometheus histogram with N finite upper bounds (+Inf implied).
 template <std::size_t N>
@@ -56,15 +66,19 @@ struct VllmHistogram {
 
   // Records one observation (seconds). Prometheus buckets are "le": a value
   // equal to a bound falls in that bound's bucket.
-  void Observe(double seconds) {
+  void Observe(double seconds) { Observe(seconds, 1); }
+
+  // Records `n` observations of the same value at once (`n` = 0: nothing).
+  void Observe(double seconds, std::uint64_t n) {
+    if (n == 0) return;
     for (std::size_t i = 0; i < N; ++i) {
       if (seconds <= (*bounds)[i]) {
-        ++buckets[i];
+        buckets[i] += n;
         break;
       }
     }
-    ++count;
-    sum += seconds;
+    count += n;
+    sum += seconds * static_cast<double>(n);
   }
 };
 
@@ -83,6 +97,9 @@ struct VllmState {
 
   VllmHistogram<kE2eLatencyBuckets.size()> e2e_request_latency_seconds{&kE2eLatencyBuckets};
   VllmHistogram<kTtftBuckets.size()> time_to_first_token_seconds{&kTtftBuckets};
+  // vLLM observes, every engine iteration, each decoding request's time since
+  // its previous token (the iteration's length, prefill chunks included).
+  VllmHistogram<kTpotBuckets.size()> time_per_output_token_seconds{&kTpotBuckets};
 };
 
 // Appends `state` as vLLM's /metrics text to `out`. Allocates nothing beyond

@@ -24,8 +24,8 @@ using config::ReadNumber;
 using config::ReadString;
 using config::Reporter;
 
-constexpr std::string_view kTopKeys[] = {"alpha", "block", "min_block_fraction", "rules",
-                                         "metrics"};
+constexpr std::string_view kTopKeys[] = {
+    "alpha", "block", "min_block_fraction", "min_blocks", "warmup", "rules", "metrics"};
 constexpr std::string_view kRuleKeys[] = {"throttle", "dram_efficiency", "pcie_link",
                                           "critical_xids", "ecc_dbe"};
 constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_uncapped",
@@ -59,6 +59,17 @@ class PolicyParser {
       if (!f) return f.error();
       if (*f <= 0 || *f > 1) return r_.Fail(*n, "min_block_fraction", "must be in (0, 1]").value();
       p_->min_block_fraction = *f;
+    }
+    if (const YAML::Node* n = top->Find("min_blocks")) {
+      Result<std::int64_t> b = ReadInt(r_, *n, "min_blocks", 2, 100000);
+      if (!b) return b.error();
+      p_->min_blocks = static_cast<int>(*b);
+    }
+    if (const YAML::Node* n = top->Find("warmup")) {
+      Result<double> w = ReadDuration(r_, *n, "warmup");
+      if (!w) return w.error();
+      if (*w < 0 || *w > 3600) return r_.Fail(*n, "warmup", "must be 0s..1h").value();
+      p_->warmup_s = *w;
     }
     if (const YAML::Node* n = top->Find("rules")) GC_RETURN_IF_ERROR(ParseRules(*n));
     if (const YAML::Node* n = top->Find("metrics")) GC_RETURN_IF_ERROR(ParseMetrics(*n));
@@ -189,10 +200,15 @@ class PolicyParser {
           m.kind = MetricPolicy::Kind::kGauge;
         } else if (*kind == "rate") {
           m.kind = MetricPolicy::Kind::kRate;
+        } else if (*kind == "mean") {
+          m.kind = MetricPolicy::Kind::kMean;
         } else if (*kind == "p99") {
           m.kind = MetricPolicy::Kind::kP99;
+        } else if (*kind == "count") {
+          m.kind = MetricPolicy::Kind::kCount;
         } else {
-          return r_.Fail(*k, Child(field, "kind"), "expected gauge, rate or p99").value();
+          return r_.Fail(*k, Child(field, "kind"), "expected gauge, rate, mean, p99 or count")
+              .value();
         }
       }
       const YAML::Node* better = f->Find("better");
@@ -207,11 +223,20 @@ class PolicyParser {
       if (margin == nullptr) return r_.Fail(node[i], Child(field, "margin"), "missing").value();
       Result<double> mg = ReadNumber(r_, *margin, Child(field, "margin"));
       if (!mg) return mg.error();
+      if (!(*mg >= 0) || *mg > 100) {
+        return r_.Fail(*margin, Child(field, "margin"), "must be in [0, 100]").value();
+      }
       m.margin = *mg;
       if (const YAML::Node* c = f->Find("critical")) {
         Result<bool> v = ReadBool(r_, *c, Child(field, "critical"));
         if (!v) return v.error();
         m.critical = *v;
+        if (m.critical && m.kind == MetricPolicy::Kind::kCount) {
+          return r_
+              .Fail(*c, Child(field, "critical"),
+                    "a count metric can fail a release but not pass one; it cannot be critical")
+              .value();
+        }
       }
       for (const MetricPolicy& other : p_->metrics) {
         if (other.name == m.name && other.kind == m.kind) {
@@ -235,8 +260,12 @@ std::string_view MetricKindName(MetricPolicy::Kind kind) {
       return "gauge";
     case MetricPolicy::Kind::kRate:
       return "rate";
+    case MetricPolicy::Kind::kMean:
+      return "mean";
     case MetricPolicy::Kind::kP99:
       return "p99";
+    case MetricPolicy::Kind::kCount:
+      return "count";
   }
   return "gauge";
 }

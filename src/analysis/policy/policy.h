@@ -34,7 +34,10 @@ struct MetricPolicy {
   enum class Kind : std::uint8_t {
     kGauge,  // the value of each 1 s sample (DCGM gauges)
     kRate,   // a counter's increase per second (tokens, replays, ECC)
-    kP99,    // the 99th percentile of a histogram's observations (vLLM latency)
+    kMean,   // a histogram's mean observation per tick: increase of _sum / of _count
+    kP99,    // the tail of a histogram: observations beyond the baseline's p99 bucket bound,
+             // tested as a count against the number of observations
+    kCount,  // a counter of rare events (replays, SBEs), tested as a rate per GPU-second
   };
   enum class Better : std::uint8_t { kHigher, kLower };
 
@@ -69,12 +72,14 @@ struct Policy {
   double alpha = 0.01;
   double block_s = 10;
   double min_block_fraction = 0.5;
+  int min_blocks = 10;   // no statistical decision on fewer blocks (the CS is asymptotic)
+  double warmup_s = 20;  // after the release starts, seconds not compared (restart, caches)
   RulesPolicy rules;
   std::vector<MetricPolicy> metrics;
   std::string file;  // what errors were reported against
 };
 
-std::string_view MetricKindName(MetricPolicy::Kind kind);  // "gauge", "rate", "p99"
+std::string_view MetricKindName(MetricPolicy::Kind kind);  // "gauge", "rate", "mean", ...
 
 // Parses a policy. `file_name` only labels errors and Policy::file.
 Result<Policy> ParsePolicy(std::string_view yaml_text, std::string_view file_name);

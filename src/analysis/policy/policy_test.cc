@@ -37,12 +37,36 @@ TEST(PolicyTest, DefaultPolicyHasTheFieldRules) {
   EXPECT_TRUE(p.rules.ecc_dbe);
   EXPECT_THAT(p.rules.critical_xids, ::testing::Contains(79));
   ASSERT_FALSE(p.metrics.empty());
-  const MetricPolicy& tokens = p.metrics[0];
+  EXPECT_EQ(p.min_blocks, 10);
+  EXPECT_DOUBLE_EQ(p.warmup_s, 20);
+  // The speed of generation decides a pass: time per output token, 3%.
+  const MetricPolicy& tpot = p.metrics[0];
+  EXPECT_EQ(tpot.name, "vllm:time_per_output_token_seconds");
+  EXPECT_EQ(tpot.kind, MetricPolicy::Kind::kMean);
+  EXPECT_EQ(tpot.better, MetricPolicy::Better::kLower);
+  EXPECT_DOUBLE_EQ(tpot.margin, 0.03);
+  EXPECT_TRUE(tpot.critical);
+  const MetricPolicy& tokens = p.metrics[1];
   EXPECT_EQ(tokens.name, "vllm:generation_tokens_total");
   EXPECT_EQ(tokens.kind, MetricPolicy::Kind::kRate);
-  EXPECT_EQ(tokens.better, MetricPolicy::Better::kHigher);
-  EXPECT_DOUBLE_EQ(tokens.margin, 0.03);
-  EXPECT_TRUE(tokens.critical);
+  EXPECT_FALSE(tokens.critical);
+  int counts = 0;
+  for (const MetricPolicy& m : p.metrics) counts += m.kind == MetricPolicy::Kind::kCount;
+  EXPECT_EQ(counts, 2);  // PCIe replays and ECC SBEs
+}
+
+TEST(PolicyTest, KindsWarmupAndMinBlocksParse) {
+  Result<Policy> p = ParsePolicy(
+      "warmup: 45s\nmin_blocks: 6\nmetrics:\n"
+      "  - {name: a, kind: mean, better: lower, margin: 0.05}\n"
+      "  - {name: b, kind: count, better: lower, margin: 1}\n",
+      "p.yaml");
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  EXPECT_DOUBLE_EQ(p->warmup_s, 45);
+  EXPECT_EQ(p->min_blocks, 6);
+  EXPECT_EQ(p->metrics[0].kind, MetricPolicy::Kind::kMean);
+  EXPECT_EQ(p->metrics[1].kind, MetricPolicy::Kind::kCount);
+  EXPECT_EQ(MetricKindName(p->metrics[1].kind), "count");
 }
 
 TEST(PolicyTest, RulesLeftOutAreOff) {
@@ -71,7 +95,13 @@ TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
        "p.yaml:2:23:", "expected higher or lower"},
       {"metrics:\n  - {name: a, better: higher}\n", "p.yaml:2:5:", "metrics[0].margin: missing"},
       {"metrics:\n  - {name: a, kind: p95, better: lower, margin: 1}\n",
-       "p.yaml:2:21:", "expected gauge, rate or p99"},
+       "p.yaml:2:21:", "expected gauge, rate, mean, p99 or count"},
+      {"metrics:\n  - {name: a, kind: count, better: lower, margin: 1, critical: true}\n",
+       "p.yaml:2:64:", "a count metric can fail a release but not pass one"},
+      {"metrics:\n  - {name: a, better: lower, margin: -1}\n",
+       "p.yaml:2:38:", "must not be negative"},
+      {"min_blocks: 1\n", "p.yaml:1:13:", "min_blocks"},
+      {"warmup: -5s\n", "p.yaml:1:9:", "warmup"},
       {"metrics:\n  - {name: a, better: lower, margin: 1}\n  - {name: a, better: lower, margin: "
        "2}\n",
        "p.yaml:3:12:", "metric listed twice"},

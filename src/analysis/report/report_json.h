@@ -1,0 +1,35 @@
+#pragma once
+// The judge's report as JSON: the output of `gpucanary judge --output json`
+// (DESIGN.md §6), and later of the daemon's API.
+//
+// Shape, keys in this order (the contract's first, then gpucanary's extras):
+//
+//   {"verdict": "fail", "decided_at": 1764680073.0, "score": 12.5,
+//    "causes": [{"kind", "scope", "gpus", "since", "summary",
+//                "evidence": [{"metric", "baseline", "canary", "unit"}],
+//                "nodes", "decided_at", "failing", "origin"}],
+//    "metrics": [{"name", "baseline", "canary", "change", "interval": [lo, hi], "result",
+//                 "kind", "better", "margin", "critical", "detectable_effect", "blocks",
+//                 "decided_at"}],
+//    "release_start", "first_tick", "last_tick", "canary_gpus", "baseline_gpus", "notes"}
+//
+// Numbers are printed at full precision (shortest text that reads back to the
+// same double). JSON has no NaN or infinity: a non-finite number (NaN "not
+// known", +-inf "unbounded", as in an interval before enough blocks) is
+// `null`, and so is an unset optional (`decided_at` of an undecided report).
+// Strings that are not valid UTF-8 (host names come from input files) have
+// the bad bytes replaced by U+FFFD; this never throws.
+//
+// Thread-safe (a pure function).
+
+#include <string>
+
+#include "analysis/judge.h"
+
+namespace gpucanary::analysis {
+
+// `indent` < 0: one line, no spaces (what `gpucanary judge` prints);
+// otherwise pretty-printed with that many spaces per level. No trailing newline.
+std::string ReportToJson(const Report& report, int indent = -1);
+
+}  // namespace gpucanary::analysis
