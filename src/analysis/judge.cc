@@ -39,7 +39,7 @@ std::string_view VerdictName(Verdict verdict) {
 namespace {
 
 constexpr double kWitnessSeconds = 30;  // a clean sibling this long on the release clears a node
-constexpr double kSwitchGraceSeconds = 120;  // no restart seen by then: the release started at once
+constexpr double kSwitchGraceSeconds = 60;   // serving on without a restart: a hot switch
 constexpr std::int64_t kMinScopeBlocks = 3;  // blocks a unit needs to count as affected or clean
 
 bool Worse(MetricPolicy::Better better, double change, double margin) {
@@ -147,6 +147,7 @@ class Judge::Impl {
   std::string ScopeForRuleKind(const std::string& kind, const RuleHit& hit, std::int64_t t) const;
   void UpdateWindows(std::int64_t t);
   void ResolvePending(std::int64_t t, bool at_end);
+  void ResolveSwitching(int node, std::int64_t t);
   void RunMeasures(std::int64_t t, const Tick& tick);
   void RunContinuous(std::size_t m, std::int64_t t);
   void RunCount(std::size_t m, std::int64_t t);
@@ -476,19 +477,26 @@ void Judge::Impl::UpdateNodeSwitch(const Tick& tick) {
       n.since = start;
       continue;
     }
+    // While the server is down (a gap), wait however long it takes (a
+    // large model loads for minutes); the release serves from its return.
     if (!node_has_data_[i]) {
       n.gap_seen = true;
-    } else if (n.gap_seen || (tokens && !std::isnan(n.last_tokens) && *tokens < n.last_tokens)) {
+      continue;
+    }
+    if (n.gap_seen || (tokens && !std::isnan(n.last_tokens) && *tokens < n.last_tokens)) {
       n.since = t;
+      ResolveSwitching(static_cast<int>(i), t);
       continue;
     }
     if (tokens) n.last_tokens = *tokens;
+    // Serving on without a break: a switch without restart (hot reload).
     if (static_cast<double>(t - start) >= kSwitchGraceSeconds) {
       n.since = start;
+      ResolveSwitching(static_cast<int>(i), t);
       char buf[160];
       std::snprintf(buf, sizeof buf,
-                    "no restart of the model server seen on %s within %.0f s of the release "
-                    "start: judged from the release start",
+                    "%s served without a restart for %.0f s after the release start: "
+                    "judged from the release start",
                     (*catalog_->nodes)[i].host.c_str(), kSwitchGraceSeconds);
       notes_.emplace_back(buf);
     }
@@ -670,7 +678,10 @@ std::string Judge::Impl::ScopeForRuleKind(const std::string& kind, const RuleHit
   std::set<int> affected_nodes;
   for (const RuleHit& h : hits_) {
     const GpuState& s = gpus_[static_cast<std::size_t>(h.gpu)];
-    if (h.kind != kind || h.history || s.role != Role::kCanary) continue;
+    if (h.kind != kind || h.history || s.role != Role::kCanary ||
+        !nodes_[static_cast<std::size_t>(s.node)].since) {
+      continue;
+    }
     affected_gpus.insert(h.gpu);
     affected_nodes.insert(s.node);
   }
@@ -715,10 +726,47 @@ std::string Judge::Impl::ScopeForRuleKind(const std::string& kind, const RuleHit
   return "release";
 }
 
+// The node's switch is known: its rule hits while it switched were history
+// (before the switch: the old release) or the release's (after).
+void Judge::Impl::ResolveSwitching(int node, std::int64_t t) {
+  const std::int64_t since = *nodes_[static_cast<std::size_t>(node)].since;
+  for (std::size_t i = 0; i < findings_.size(); ++i) {
+    internal::MetricFinding& f = findings_[i];
+    if (f.scope != "switching") continue;
+    GpuState& s = gpus_[static_cast<std::size_t>(f.units.front())];
+    if (s.node != node) continue;
+    RuleHit* hit = nullptr;
+    for (RuleHit& h : hits_) {
+      if (h.gpu == f.units.front() && h.kind == f.kind && h.fired == f.decided_at) hit = &h;
+    }
+    if (f.since < since) {
+      f.scope = "node";
+      f.history = true;
+      if (hit != nullptr) hit->history = true;
+      s.history_kinds.insert(f.kind);
+      s.excluded = true;
+      nodes_[static_cast<std::size_t>(node)].excluded = true;
+      continue;
+    }
+    RuleHit probe = hit != nullptr ? *hit : RuleHit{};
+    probe.gpu = f.units.front();
+    probe.kind = f.kind;
+    f.scope = ScopeForRuleKind(f.kind, probe, t);
+    if (f.scope == "release") {
+      kind_scope_[f.kind] = "release";
+      f.decided_at = t;
+    } else if (f.scope == "node") {
+      s.excluded = true;
+      nodes_[static_cast<std::size_t>(node)].excluded = true;
+    }
+  }
+}
+
 // Pending hits (a minority of one node's GPUs): the release once enough GPUs
 // or nodes show the kind, the node once kWitnessSeconds passed without.
 void Judge::Impl::ResolvePending(std::int64_t t, bool at_end) {
   for (internal::MetricFinding& f : findings_) {
+    if (at_end && f.scope == "switching") f.scope = "node";  // the switch never came
     if (f.scope != "pending") continue;
     const GpuState& s = gpus_[static_cast<std::size_t>(f.units.front())];
     RuleHit probe;
@@ -753,10 +801,13 @@ void Judge::Impl::OnHit(RuleHit hit, std::int64_t t) {
     scope = "node";
   } else {
     const Phase phase = PhaseOf(s.node, t);
-    if (phase == Phase::kHistory || phase == Phase::kSwitching) {
+    if (phase == Phase::kHistory) {
       hit.history = true;
       s.history_kinds.insert(hit.kind);
       scope = "node";
+    } else if (phase == Phase::kSwitching) {
+      // Before or after the node's switch: known when the switch is.
+      scope = "switching";
     } else if (s.history_kinds.count(hit.kind) != 0) {
       hit.history = true;  // it had this before the release
       scope = "node";
@@ -1621,7 +1672,7 @@ Report Judge::Impl::BuildReport(bool final) const {
       }
       for (const std::string& h : hosts) where += h + ",";
     }
-    const GroupKey key{f.kind, f.scope == "pending" ? "node" : f.scope, where};
+    const GroupKey key{f.kind, f.scope == "release" ? "release" : "node", where};
     if (groups.find(key) == groups.end()) order.push_back(key);
     groups[key].push_back(&f);
   }

@@ -252,7 +252,11 @@ std::string Markdown(const std::vector<CaseOutcome>& outcomes) {
     md += "| " + o.name + " | " + std::string(suite::VerdictName(o.expected)) + " | " +
           std::string(VerdictName(o.verdict)) + (o.verdict_ok && o.causes_ok ? "" : " ✗") + " | " +
           (o.delay_s ? Seconds(*o.delay_s) : std::string("-")) + " | " + causes + " | " +
-          std::string(VerdictName(o.kayenta_verdict)) + (o.kayenta_ok ? "" : " ✗") + " |\n";
+          std::string(VerdictName(o.kayenta_verdict)) + (o.kayenta_ok ? "" : " ✗") +
+          (o.kayenta_verdict == Verdict::kFail && o.kayenta_delay_s
+               ? " (" + Seconds(*o.kayenta_delay_s) + ")"
+               : std::string()) +
+          " |\n";
   }
   return md;
 }

@@ -1,9 +1,10 @@
 #pragma once
 // KayentaJudge: Kayenta's NetflixACAJudge-v1.0 (spinnaker/kayenta, read at
 // a69573be; shared/reference/canary-anchors.md §1), re-implemented as the
-// baseline method gpucanary is compared against (docs/kayenta-baseline.md).
-// One judgement = one fixed-horizon Kayenta canary run over the data added so
-// far; multi-interval "standalone" runs are in standalone.h.
+// baseline method gpucanary is compared against (docs/analysis-method.md,
+// "Against a Kayenta-style judge"). One judgement = one fixed-horizon Kayenta
+// canary run over the data added so far; multi-interval "standalone" runs are
+// in standalone.h.
 //
 // Per metric (MannWhitneyClassifier.scala, classify/compare):
 //  1. Unset and non-finite values are dropped, each arm separately
@@ -46,8 +47,8 @@
 // default (lookbackMins = 0: the scope grows from the start). Reset() before
 // each interval's data gives independent windows (lookbackMins = interval).
 // Judging the growing window again and again is exactly the repeated-looks
-// problem of a fixed-horizon test (docs/kayenta-baseline.md); this class
-// keeps that behaviour on purpose.
+// problem of a fixed-horizon test (docs/analysis-method.md, "Against a Kayenta-style judge"); this
+// class keeps that behaviour on purpose.
 //
 // Thread-compatible: const methods may run concurrently, Add/Reset need
 // exclusive access.

@@ -5,7 +5,7 @@
 // the R Wilcoxon Test implementation (asymptotic, two-sample confidence
 // interval logic)", i.e. R's wilcox.test(x, y, conf.int = TRUE, exact = FALSE,
 // correct = TRUE)). Used as the baseline method gpucanary is compared against
-// (docs/kayenta-baseline.md). Pure functions, thread-safe.
+// (docs/analysis-method.md, "Against a Kayenta-style judge"). Pure functions, thread-safe.
 //
 // With n = |x| (experiment, the canary), m = |y| (control, the baseline), N = n m:
 //   U      = #{(i, j): x_i > y_j} + 1/2 #{(i, j): x_i = y_j}    (scipy's U1)

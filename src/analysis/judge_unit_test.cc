@@ -1,0 +1,208 @@
+// The judge engine on hand-built ticks (no simulator): the switch of a
+// canary node after its restart, history, verdicts without --release-start,
+// missing data and out-of-order ticks.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/judge.h"
+#include "analysis/policy/policy.h"
+
+namespace gpucanary::analysis {
+namespace {
+
+constexpr std::int64_t kT0 = 1764680000;
+
+// 2 canary nodes and 2 baseline nodes of 2 GPUs each; every tick carries
+// each GPU's SM clock and clock-event reasons and each node's token counter
+// and time-per-output-token histogram sum/count, shaped by callbacks.
+struct Fleet {
+  std::vector<GpuInfo> gpus;
+  std::vector<NodeInfo> nodes;
+  std::vector<MetricInfo> metrics = {
+      {"DCGM_FI_DEV_SM_CLOCK", MetricKind::kGauge},
+      {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", MetricKind::kGauge},
+      {"vllm:generation_tokens_total", MetricKind::kCounter},
+      {"vllm:time_per_output_token_seconds_sum", MetricKind::kCounter},
+      {"vllm:time_per_output_token_seconds_count", MetricKind::kCounter},
+  };
+  // (node, tick) -> serving? ; (gpu, tick) -> reasons ; (node) -> TPOT factor
+  std::function<bool(int, std::int64_t)> serving = [](int, std::int64_t) { return true; };
+  std::function<std::uint64_t(int, std::int64_t)> reasons = [](int, std::int64_t) { return 0; };
+  std::function<double(int, std::int64_t)> tpot_factor = [](int, std::int64_t) { return 1.0; };
+  std::mt19937_64 rng{3};
+
+  Fleet() {
+    for (int n = 0; n < 4; ++n) {
+      NodeInfo node;
+      node.host = n < 2 ? "canary-" + std::to_string(n) : "base-" + std::to_string(n);
+      node.role = n < 2 ? Role::kCanary : Role::kBaseline;
+      for (int g = 0; g < 2; ++g) {
+        GpuInfo gpu;
+        gpu.host = node.host;
+        gpu.gpu = std::to_string(g);
+        gpu.key = gpu.host + "/" + gpu.gpu;
+        gpu.role = node.role;
+        gpu.node = n;
+        gpu.model_name = "H100";
+        node.gpus.push_back(static_cast<int>(gpus.size()));
+        gpus.push_back(gpu);
+      }
+      nodes.push_back(node);
+    }
+  }
+  Catalog catalog() const { return Catalog{&gpus, &nodes, &metrics}; }
+
+  Tick Make(std::int64_t t) {
+    std::normal_distribution<double> noise(0, 1);
+    Tick tick;
+    tick.time_s = t;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      const std::uint64_t r = reasons(static_cast<int>(g), t);
+      const double clock = (r & 0x80U) != 0 ? 1050 : 1980 + 5 * noise(rng);
+      tick.gpu_points.push_back({static_cast<std::int32_t>(g), 0, clock, std::nullopt});
+      tick.gpu_points.push_back(
+          {static_cast<std::int32_t>(g), 1, static_cast<double>(r), std::nullopt});
+      tick.gpus.push_back(static_cast<std::int32_t>(g));
+    }
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      if (!serving(static_cast<int>(n), t)) continue;
+      const double tokens = 2000 * (1 + 0.05 * noise(rng));
+      const double tpot = 0.016 * tpot_factor(static_cast<int>(n), t) * (1 + 0.01 * noise(rng));
+      tick.node_points.push_back({static_cast<std::int32_t>(n), 2, 1e6, tokens});
+      tick.node_points.push_back({static_cast<std::int32_t>(n), 3, 1e3, tokens * tpot});
+      tick.node_points.push_back({static_cast<std::int32_t>(n), 4, 1e6, tokens});
+      tick.nodes.push_back(static_cast<std::int32_t>(n));
+    }
+    return tick;
+  }
+};
+
+Report JudgeFleet(Fleet& fleet, std::optional<std::int64_t> release_start, std::int64_t seconds,
+                  std::vector<Report>* snapshots = nullptr) {
+  Judge judge({.policy = DefaultPolicy(), .release_start_s = release_start});
+  for (std::int64_t s = 0; s < seconds; ++s) {
+    judge.Add(fleet.Make(kT0 + s), fleet.catalog());
+    if (snapshots != nullptr && s % 60 == 59) snapshots->push_back(judge.Snapshot());
+  }
+  return judge.Finish();
+}
+
+const Cause* Find(const Report& r, std::string_view kind, std::string_view scope) {
+  for (const Cause& c : r.causes) {
+    if (c.kind == kind && c.scope == scope) return &c;
+  }
+  return nullptr;
+}
+
+TEST(JudgeUnitTest, HealthyCanaryPassesWithoutReleaseStart) {
+  Fleet fleet;
+  std::vector<Report> snapshots;
+  const Report r = JudgeFleet(fleet, std::nullopt, 400, &snapshots);
+  EXPECT_EQ(r.verdict, Verdict::kPass);
+  ASSERT_TRUE(r.decided_at.has_value());
+  // Not before min_blocks (10) blocks of 10 s.
+  EXPECT_GE(*r.decided_at, static_cast<double>(kT0 + 99));
+  // Early snapshots are inconclusive, never pass or fail.
+  EXPECT_EQ(snapshots.front().verdict, Verdict::kInconclusive);
+  EXPECT_TRUE(r.causes.empty());
+}
+
+TEST(JudgeUnitTest, SlowerCanaryFailsAsSoftwareRegression) {
+  Fleet fleet;
+  fleet.tpot_factor = [](int node, std::int64_t) { return node < 2 ? 1.10 : 1.0; };
+  const Report r = JudgeFleet(fleet, std::nullopt, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  const Cause* c = Find(r, "software_regression", "release");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->failing);
+  ASSERT_FALSE(r.metrics.empty());
+  EXPECT_EQ(r.metrics[0].name, "vllm:time_per_output_token_seconds");
+  EXPECT_EQ(r.metrics[0].result, "high");
+  EXPECT_NEAR(r.metrics[0].change, 0.10, 0.01);
+  EXPECT_GT(r.metrics[0].interval_lo, 0.03);  // beyond the 3% margin
+}
+
+TEST(JudgeUnitTest, BrakeOnEveryCanaryGpuFailsOnTheFourthSecond) {
+  Fleet fleet;
+  const std::int64_t start = kT0 + 60;
+  // The canary nodes restart for 10 s and serve the release from +10 s.
+  fleet.serving = [&](int node, std::int64_t t) {
+    return node >= 2 || t < start || t >= start + 10;
+  };
+  fleet.reasons = [&](int gpu, std::int64_t t) -> std::uint64_t {
+    return gpu < 4 && t >= start + 30 ? 0x88 : 0;
+  };
+  const Report r = JudgeFleet(fleet, start, 300);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  ASSERT_TRUE(r.decided_at.has_value());
+  EXPECT_EQ(*r.decided_at, static_cast<double>(start + 33));
+  const Cause* c = Find(r, "power_brake", "release");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->gpus.size(), 4U);
+  EXPECT_EQ(c->since, static_cast<double>(start + 30));
+  ASSERT_FALSE(c->evidence.empty());
+  EXPECT_EQ(c->evidence[0].metric, "DCGM_FI_DEV_SM_CLOCK");
+  EXPECT_NEAR(c->evidence[0].canary, 1050, 1);
+  EXPECT_NEAR(c->evidence[0].baseline, 1980, 10);
+}
+
+TEST(JudgeUnitTest, BrakeThatStartedBeforeTheNodeSwitchedIsTheNodes) {
+  Fleet fleet;
+  const std::int64_t start = kT0 + 60;
+  // canary-0 restarts for 40 s (a big model loading); its GPUs brake from
+  // +5 s, while it still runs nothing: the node, not the release.
+  fleet.serving = [&](int node, std::int64_t t) {
+    return node != 0 || t < start || t >= start + 40;
+  };
+  fleet.reasons = [&](int gpu, std::int64_t t) -> std::uint64_t {
+    return gpu < 2 && t >= start + 5 ? 0x88 : 0;
+  };
+  const Report r = JudgeFleet(fleet, start, 400);
+  EXPECT_NE(r.verdict, Verdict::kFail);
+  const Cause* c = Find(r, "power_brake", "node");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->nodes, std::vector<std::string>{"canary-0"});
+  EXPECT_FALSE(c->failing);
+}
+
+TEST(JudgeUnitTest, BrakeOnOneCanaryNodeWithACleanWitnessIsTheNodes) {
+  Fleet fleet;
+  const std::int64_t start = kT0 + 60;
+  fleet.reasons = [&](int gpu, std::int64_t t) -> std::uint64_t {
+    return gpu < 2 && t >= start + 150 ? 0x88 : 0;  // canary-0 only, long after the switch
+  };
+  const Report r = JudgeFleet(fleet, start, 400);
+  EXPECT_NE(r.verdict, Verdict::kFail);
+  const Cause* c = Find(r, "power_brake", "node");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->nodes, std::vector<std::string>{"canary-0"});
+}
+
+TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {
+  Fleet fleet;
+  Judge judge({.policy = DefaultPolicy(), .release_start_s = std::nullopt});
+  for (std::int64_t s = 0; s < 50; ++s) judge.Add(fleet.Make(kT0 + s), fleet.catalog());
+  judge.Add(fleet.Make(kT0 + 10), fleet.catalog());  // back in time
+  const Report r = judge.Finish();
+  bool noted = false;
+  for (const std::string& n : r.notes) noted |= n.find("out of time order") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // Metrics the ticks never carry are no_data, with NaN values, not zeros.
+  for (const MetricResult& m : r.metrics) {
+    if (m.name != "DCGM_FI_PROF_SM_OCCUPANCY") continue;
+    EXPECT_EQ(m.result, "no_data");
+    EXPECT_TRUE(std::isnan(m.canary));
+    EXPECT_TRUE(std::isnan(m.baseline));
+  }
+  EXPECT_EQ(r.verdict, Verdict::kInconclusive);  // 50 s: fewer than 10 blocks
+}
+
+}  // namespace
+}  // namespace gpucanary::analysis
