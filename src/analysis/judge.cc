@@ -196,7 +196,9 @@ class Judge::Impl {
   JudgeOptions opt_;
   const Policy& policy_;
   Tap tap_;
-  const Catalog* catalog_ = nullptr;
+  // A copy: the struct is three pointers into the caller's replay, which
+  // outlives the judge; the Catalog itself is often a temporary.
+  std::optional<Catalog> catalog_;
 
   // Measures: policy metrics, then the DRAM efficiency rule, then diagnostics.
   std::vector<Measure> measures_;
@@ -321,8 +323,13 @@ void Judge::Impl::BuildMeasures() {
         m.family = mp.name;
         break;
       case MetricPolicy::Kind::kCount:
-        m.kind = MeasureKind::kGpuCount;
-        m.gpu_slot = gpu_slot(mp.name);
+        // GPU events per GPU-second; service events (errors) per generated token.
+        m.kind = node_level ? MeasureKind::kNodeCount : MeasureKind::kGpuCount;
+        if (node_level) {
+          m.node_slot = node_slot(mp.name);
+        } else {
+          m.gpu_slot = gpu_slot(mp.name);
+        }
         break;
     }
     measures_.push_back(std::move(m));
@@ -371,7 +378,7 @@ void Judge::Impl::BuildMeasures() {
 }
 
 void Judge::Impl::SyncCatalog(const Catalog& catalog) {
-  catalog_ = &catalog;
+  catalog_ = catalog;
   const std::vector<MetricInfo>& metrics = *catalog.metrics;
   for (; metrics_synced_ < metrics.size(); ++metrics_synced_) {
     const std::string& name = metrics[metrics_synced_].name;
@@ -1072,7 +1079,18 @@ void Judge::Impl::RunCount(std::size_t m, std::int64_t t) {
     if (ph == Phase::kJudged) c_ev += ev, c_ex += ex;
     if (ph == Phase::kHistory) h_ev += ev, h_ex += ex;
   };
-  {
+  if (ms.kind == MeasureKind::kNodeCount) {
+    if (ms.node_slot < 0) return;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeState& n = nodes_[i];
+      const int ni = static_cast<int>(i);
+      const std::optional<double> inc = NodeIncrease(ni, ms.node_slot);
+      const std::optional<double> tokens = NodeIncrease(ni, tokens_slot_);
+      if (!inc || !tokens || *tokens <= 0) continue;
+      add(n.role, n.excluded, n.role == Role::kCanary ? PhaseOf(ni, t) : Phase::kJudged, ni + 1,
+          *inc, *tokens);
+    }
+  } else {
     if (ms.gpu_slot < 0) return;
     for (std::size_t g = 0; g < gpus_.size(); ++g) {
       const GpuState& s = gpus_[g];
@@ -1098,6 +1116,7 @@ void Judge::Impl::RunCount(std::size_t m, std::int64_t t) {
       return;
     }
     cc.test.AddEvents(std::llround(ev), std::llround(b_ev), ex / (ex + b_ex));
+    ++cc.ticks;
     cc.canary_exposure += ex;
     cc.baseline_exposure += b_ex;
   };
@@ -1331,8 +1350,8 @@ std::string Judge::Impl::ScopeForMeasure(std::size_t m, int seed_unit,
         preexisting.insert(unit);
         continue;
       }
-      // Enough exposure to tell (30 GPU-seconds); a unit without events is clean.
-      if (cc.canary_exposure < 30) continue;
+      // Enough exposure to tell (30 s of it); a unit without events is clean.
+      if (cc.ticks < 30) continue;
       const bool worse = cc.rate_ratio() > 1 + half;
       if (!worse && unit != seed_unit) {
         witness = true;
@@ -1404,6 +1423,15 @@ void Judge::Impl::OnMetricWorse(std::size_t m, int unit, std::int64_t t) {
   std::vector<int> affected;
   f.scope = ScopeForMeasure(m, unit, &affected);
   for (int u : affected) f.units.push_back(u - 1);
+  // Since: the first judged second of the canary (the release serving
+  // after its warm-up), the earliest the comparison could see it.
+  std::optional<std::int64_t> first_serving;
+  for (const NodeState& n : nodes_) {
+    if (n.role == Role::kCanary && n.since) {
+      first_serving = std::min(first_serving.value_or(*n.since), *n.since);
+    }
+  }
+  if (first_serving) f.since = *first_serving + static_cast<std::int64_t>(policy_.warmup_s);
   if (f.units.empty() && unit == 0) {
     // Harm on the whole canary with no unit yet resolved: all canary units.
     if (f.unit_is_gpu) {
@@ -1635,8 +1663,8 @@ Report Judge::Impl::BuildReport(bool final) const {
   for (std::size_t m = 0; m < measures_.size(); ++m) {
     if (measures_[m].decides) report.metrics.push_back(ResultFor(m));
   }
-  const std::vector<GpuInfo>* gpu_info = catalog_ != nullptr ? catalog_->gpus : nullptr;
-  const std::vector<NodeInfo>* node_info = catalog_ != nullptr ? catalog_->nodes : nullptr;
+  const std::vector<GpuInfo>* gpu_info = catalog_ ? catalog_->gpus : nullptr;
+  const std::vector<NodeInfo>* node_info = catalog_ ? catalog_->nodes : nullptr;
 
   // Metric findings are named now, from the signature as it stands: a
   // mechanism the rules found for the release explains a slower service.
@@ -1860,6 +1888,13 @@ Report Judge::Impl::BuildReport(bool final) const {
   }
   if (ignored_ticks_ > 0) {
     report.notes.push_back(std::to_string(ignored_ticks_) + " tick(s) out of time order ignored");
+  }
+  for (const MetricResult& r : report.metrics) {
+    if (r.critical && r.result == "no_data") {
+      report.notes.push_back(r.name +
+                             ": critical and no data in the recordings: the judge cannot pass "
+                             "the release (change the policy if this service does not expose it)");
+    }
   }
   if (report.verdict == Verdict::kInconclusive) {
     for (const MetricResult& r : report.metrics) {

@@ -72,20 +72,23 @@ inline constexpr std::string_view kTpotFamily = "vllm:time_per_output_token_seco
 
 // What a measure compares, per tick and unit.
 enum class MeasureKind : std::uint8_t {
-  kGpuGauge,  // a GPU field's value
-  kGpuRate,   // a GPU counter's increase per second
-  kGpuCount,  // a GPU counter of rare events: count test per GPU-second
-  kNodeRate,  // a node counter's increase per second, per GPU of the node
-  kNodeMean,  // a node histogram's mean: increase of _sum / increase of _count
-  kNodeTail,  // a node histogram's 99th percentile per block (from its buckets)
-  kDramEff,   // tokens (else tensor activity) per unit of DRAM activity
+  kGpuGauge,   // a GPU field's value
+  kGpuRate,    // a GPU counter's increase per second
+  kGpuCount,   // a GPU counter of rare events: count test per GPU-second
+  kNodeCount,  // a node (service) counter of events, e.g. errors: count test per token
+  kNodeRate,   // a node counter's increase per second, per GPU of the node
+  kNodeMean,   // a node histogram's mean: increase of _sum / increase of _count
+  kNodeTail,   // a node histogram's 99th percentile per block (from its buckets)
+  kDramEff,    // tokens (else tensor activity) per unit of DRAM activity
 };
 
 inline bool IsNodeLevel(MeasureKind k) {
   return k == MeasureKind::kNodeRate || k == MeasureKind::kNodeMean ||
-         k == MeasureKind::kNodeTail || k == MeasureKind::kDramEff;
+         k == MeasureKind::kNodeTail || k == MeasureKind::kDramEff || k == MeasureKind::kNodeCount;
 }
-inline bool IsCountKind(MeasureKind k) { return k == MeasureKind::kGpuCount; }
+inline bool IsCountKind(MeasureKind k) {
+  return k == MeasureKind::kGpuCount || k == MeasureKind::kNodeCount;
+}
 
 struct Measure {
   std::string name;  // as reported
@@ -147,8 +150,9 @@ struct CountComparison {
   double alpha = 0;
   bool rejected = false;
   std::optional<std::int64_t> decided_at;
-  double canary_exposure = 0;
+  double canary_exposure = 0;  // GPU-seconds, or tokens for service events
   double baseline_exposure = 0;
+  std::int64_t ticks = 0;  // ticks with canary exposure
   // History: events and exposure before the unit's release.
   double history_canary = 0, history_baseline = 0, history_canary_exposure = 0,
          history_baseline_exposure = 0;

@@ -31,11 +31,14 @@ struct Fleet {
       {"vllm:generation_tokens_total", MetricKind::kCounter},
       {"vllm:time_per_output_token_seconds_sum", MetricKind::kCounter},
       {"vllm:time_per_output_token_seconds_count", MetricKind::kCounter},
+      {"vllm:request_errors_total", MetricKind::kCounter},
   };
   // (node, tick) -> serving? ; (gpu, tick) -> reasons ; (node) -> TPOT factor
   std::function<bool(int, std::int64_t)> serving = [](int, std::int64_t) { return true; };
   std::function<std::uint64_t(int, std::int64_t)> reasons = [](int, std::int64_t) { return 0; };
   std::function<double(int, std::int64_t)> tpot_factor = [](int, std::int64_t) { return 1.0; };
+  // Errors per 1,000 tokens, Poisson.
+  std::function<double(int, std::int64_t)> error_rate = [](int, std::int64_t) { return 1.0; };
   std::mt19937_64 rng{3};
 
   Fleet() {
@@ -78,6 +81,9 @@ struct Fleet {
       tick.node_points.push_back({static_cast<std::int32_t>(n), 2, 1e6, tokens});
       tick.node_points.push_back({static_cast<std::int32_t>(n), 3, 1e3, tokens * tpot});
       tick.node_points.push_back({static_cast<std::int32_t>(n), 4, 1e6, tokens});
+      std::poisson_distribution<int> errors(error_rate(static_cast<int>(n), t) * tokens / 1000);
+      tick.node_points.push_back(
+          {static_cast<std::int32_t>(n), 5, 0, static_cast<double>(errors(rng))});
       tick.nodes.push_back(static_cast<std::int32_t>(n));
     }
     return tick;
@@ -85,8 +91,9 @@ struct Fleet {
 };
 
 Report JudgeFleet(Fleet& fleet, std::optional<std::int64_t> release_start, std::int64_t seconds,
-                  std::vector<Report>* snapshots = nullptr) {
-  Judge judge({.policy = DefaultPolicy(), .release_start_s = release_start});
+                  std::vector<Report>* snapshots = nullptr,
+                  const Policy& policy = DefaultPolicy()) {
+  Judge judge({.policy = policy, .release_start_s = release_start});
   for (std::int64_t s = 0; s < seconds; ++s) {
     judge.Add(fleet.Make(kT0 + s), fleet.catalog());
     if (snapshots != nullptr && s % 60 == 59) snapshots->push_back(judge.Snapshot());
@@ -183,6 +190,29 @@ TEST(JudgeUnitTest, BrakeOnOneCanaryNodeWithACleanWitnessIsTheNodes) {
   const Cause* c = Find(r, "power_brake", "node");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->nodes, std::vector<std::string>{"canary-0"});
+}
+
+// Service errors are counted per generated token: ten times the baseline's
+// error rate fails; the same rate does not.
+TEST(JudgeUnitTest, ServiceErrorsAreARatePerToken) {
+  Result<Policy> policy = ParsePolicy(
+      "metrics:\n"
+      "  - {name: \"vllm:time_per_output_token_seconds\", kind: mean, better: lower, margin: "
+      "0.03, critical: true}\n"
+      "  - {name: \"vllm:request_errors_total\", kind: count, better: lower, margin: 1.0}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.has_value()) << policy.error().message();
+  Fleet same;
+  const Report ok = JudgeFleet(same, std::nullopt, 300, nullptr, *policy);
+  EXPECT_EQ(ok.verdict, Verdict::kPass);
+  Fleet worse;
+  worse.error_rate = [](int node, std::int64_t) { return node < 2 ? 10.0 : 1.0; };
+  const Report bad = JudgeFleet(worse, std::nullopt, 300, nullptr, *policy);
+  EXPECT_EQ(bad.verdict, Verdict::kFail);
+  ASSERT_EQ(bad.metrics.size(), 2U);
+  EXPECT_EQ(bad.metrics[1].result, "high");
+  EXPECT_NEAR(bad.metrics[1].canary / bad.metrics[1].baseline, 10.0, 1.0);
+  EXPECT_NEAR(bad.metrics[1].baseline * 1000, 1.0, 0.1);  // errors per 1,000 tokens
 }
 
 TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {

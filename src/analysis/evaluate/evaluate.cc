@@ -11,6 +11,7 @@
 #include "analysis/kayenta/kayenta.h"
 #include "analysis/kayenta/standalone.h"
 #include "analysis/replay/replay.h"
+#include "analysis/stats/blocks.h"
 
 namespace gpucanary::analysis::evaluate {
 namespace {
@@ -82,8 +83,12 @@ Result<CaseOutcome> EvaluateCase(const suite::SuiteCase& c, const EvaluateOption
       kayenta::StandaloneAnalysis::Create(kconfig, run, judged_from);
   if (!standalone) return Error(standalone.error());
   std::optional<std::int64_t> kayenta_end;
+  std::vector<std::pair<std::int64_t, double>> first_metric;  // (tick, log ratio)
   judge.SetTap([&](std::int64_t tick, int policy_metric, std::optional<double> canary,
                    std::optional<double> baseline) {
+    if (policy_metric == 0 && canary && baseline && *canary > 0 && *baseline > 0) {
+      first_metric.emplace_back(tick, std::log(*canary / *baseline));
+    }
     const int k = tap_to_metric[static_cast<std::size_t>(policy_metric)];
     if (k < 0 || tick < judged_from) return;
     standalone->Add(tick, k, canary, baseline);
@@ -148,6 +153,23 @@ Result<CaseOutcome> EvaluateCase(const suite::SuiteCase& c, const EvaluateOption
   if (kayenta_end) out.kayenta_delay_s = static_cast<double>(*kayenta_end) - onset;
   out.kayenta_ok = c.verdict == suite::Verdict::kFail ? out.kayenta_verdict == Verdict::kFail
                                                       : out.kayenta_verdict != Verdict::kFail;
+  // Autocorrelation of the first metric's log ratio, per tick and per block.
+  const auto blocked = [&](std::int64_t block_s) {
+    std::map<std::int64_t, std::pair<double, std::int64_t>> blocks;
+    for (const auto& [at, lr] : first_metric) {
+      auto& b = blocks[at / block_s];
+      b.first += lr;
+      b.second += 1;
+    }
+    std::vector<double> x;
+    for (const auto& [index, b] : blocks) {
+      if (2 * b.second >= block_s) x.push_back(b.first / static_cast<double>(b.second));
+    }
+    return stats::Lag1Autocorrelation(x);
+  };
+  out.autocorrelation_1s = blocked(1);
+  out.autocorrelation_5s = blocked(5);
+  out.autocorrelation_10s = blocked(10);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::filesystem::remove_all(dir, ec);
   return out;
@@ -242,6 +264,26 @@ std::string Markdown(const std::vector<CaseOutcome>& outcomes) {
   md += delay_row("delay from onset, other faults", delays_other);
   if (!kdelays.empty()) {
     md += "| Kayenta delay from onset (its fails) | | median " + Seconds(Median(kdelays)) + " |\n";
+  }
+  {
+    double a1 = 0, a5 = 0, a10 = 0;
+    int k = 0;
+    for (const CaseOutcome& o : outcomes) {
+      if (o.category != suite::Category::kAa || std::isnan(o.autocorrelation_10s)) continue;
+      a1 += o.autocorrelation_1s;
+      a5 += o.autocorrelation_5s;
+      a10 += o.autocorrelation_10s;
+      ++k;
+    }
+    if (k > 0) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "\nLag-1 autocorrelation of the first metric's canary/baseline log ratio, "
+                    "mean over %d A/A cases: %.2f per 1 s tick, %.2f per 5 s block, %.2f per 10 s "
+                    "block.\n",
+                    k, a1 / k, a5 / k, a10 / k);
+      md += buf;
+    }
   }
   md +=
       "\n### Cases\n\n| case | expected | gpucanary | delay | causes found | Kayenta |\n"

@@ -39,6 +39,10 @@ struct CaseOutcome {
   std::optional<double> kayenta_delay_s;
   bool kayenta_ok = false;
   double seconds = 0;  // wall time of the case (simulation included)
+  // Lag-1 autocorrelation of the canary/baseline log ratio of the policy's
+  // first metric, per 1 s tick and per block of 5 and 10 s (NaN if too short):
+  // how independent the judge's blocks are.
+  double autocorrelation_1s = 0, autocorrelation_5s = 0, autocorrelation_10s = 0;
 };
 
 struct EvaluateOptions {

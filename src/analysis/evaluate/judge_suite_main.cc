@@ -3,6 +3,7 @@
 // docs/judge-accuracy.md.
 //
 //   build/release/src/analysis/evaluate/judge_suite [FILTER]   # case name prefix
+//   build/release/src/analysis/evaluate/judge_suite --policy=P.yaml   # another policy
 //   build/release/src/analysis/evaluate/judge_suite --aa=1000  # A/A false-fail rate:
 //       the suite's A/A scenarios again and again with new seeds
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "analysis/evaluate/evaluate.h"
+#include "analysis/policy/policy.h"
 
 int main(int argc, char** argv) {
   namespace suite = gpucanary::analysis::suite;
@@ -21,10 +23,13 @@ int main(int argc, char** argv) {
   using gpucanary::analysis::Verdict;
   using gpucanary::analysis::VerdictName;
   std::string filter;
+  std::string policy_path;
   std::int64_t aa_runs = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--aa=", 0) == 0) {
+    if (arg.rfind("--policy=", 0) == 0) {
+      policy_path = arg.substr(9);
+    } else if (arg.rfind("--aa=", 0) == 0) {
       aa_runs = std::strtoll(arg.c_str() + 5, nullptr, 10);
     } else {
       filter = arg;
@@ -36,6 +41,14 @@ int main(int argc, char** argv) {
     return 3;
   }
   evaluate::EvaluateOptions options;
+  if (!policy_path.empty()) {
+    auto policy = gpucanary::analysis::LoadPolicy(policy_path);
+    if (!policy) {
+      std::fprintf(stderr, "%s\n", policy.error().message().c_str());
+      return 3;
+    }
+    options.policy = std::move(*policy);
+  }
   options.work_dir = std::filesystem::temp_directory_path().string() + "/gpucanary-judge-suite";
   std::vector<evaluate::CaseOutcome> outcomes;
   if (aa_runs > 0) {
