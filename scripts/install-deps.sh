@@ -13,6 +13,10 @@ PACKAGES=(
   zlib1g-dev                      # .gz recordings
   libyaml-cpp-dev                 # simulator scenario files
   libboost1.81-dev                # Boost.Beast/Asio: HTTP server and client (headers only)
+  libprotobuf-dev protobuf-compiler  # remote_write protobuf messages
+  libsnappy-dev                   # remote_write snappy block compression
+  libre2-dev                      # label matchers (=~, !~) with Prometheus's RE2 syntax
+  libsqlite3-dev                  # releases, canaries and verdicts in the data directory
   prometheus                      # integration tests scrape the simulator with a real Prometheus
   libgtest-dev libgmock-dev       # unit tests
   libbenchmark-dev                # benchmarks

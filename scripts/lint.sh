@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset debug >/dev/null
+# Generated sources (protoc output) that our files include must exist before
+# clang-tidy reads them.
+cmake --build build/debug --target gpucanary_generated >/dev/null
 if (($# == 0)); then
   mapfile -t files < <(git ls-files 'src/*.cc' | grep -v '_test\.cc$')
 else

@@ -5,10 +5,6 @@
 // OS picks; the test waits on conditions (polling), never on fixed sleeps.
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,97 +18,19 @@
 #include <vector>
 
 #include "net/http_client.h"
+#include "prometheus_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-constexpr const char* kPrometheus = "/usr/bin/prometheus";
+using Child = gpucanary::test::ChildProcess;
+using gpucanary::test::FreePort;
+using gpucanary::test::WaitFor;
+constexpr const char* kPrometheus = gpucanary::test::kPrometheusBinary;
 
-// A child process, killed (SIGTERM, then SIGKILL) when this goes away.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, const fs::path& log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* out = std::fopen(log.c_str(), "w");
-      if (out != nullptr) {
-        dup2(fileno(out), 1);
-        dup2(fileno(out), 2);
-      }
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-  }
-  ~Child() { Stop(); }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  // True while the process runs.
-  bool Running() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 100; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
-// A port free right now (bound, read, released): Prometheus cannot report
-// the port it chose for :0.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
-
-// Polls `done` every 100 ms until it holds or `seconds` pass.
-bool WaitFor(double seconds, const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+std::string ReadFile(const fs::path& p) { return gpucanary::test::ReadTextFile(p); }
 
 class PrometheusSimTest : public ::testing::Test {
  protected:

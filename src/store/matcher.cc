@@ -1,0 +1,214 @@
+#include "store/matcher.h"
+
+#include <re2/re2.h>
+
+#include <utility>
+
+#include "store/labels.h"
+
+namespace gpucanary::store {
+
+Result<Matcher> Matcher::Make(Type type, std::string name, std::string value) {
+  Matcher m;
+  m.type_ = type;
+  m.name_ = std::move(name);
+  m.value_ = std::move(value);
+  if (type == Type::kRegex || type == Type::kNotRegex) {
+    RE2::Options options;
+    options.set_log_errors(false);
+    options.set_dot_nl(true);  // Prometheus compiles with (?s)
+    auto re = std::make_shared<const RE2>("^(?:" + m.value_ + ")$", options);
+    if (!re->ok()) {
+      return Error(StatusCode::kInvalidArgument,
+                   "bad regex \"" + m.value_ + "\" for label " + m.name_ + ": " + re->error());
+    }
+    m.re_ = std::move(re);
+  }
+  m.matches_empty_ = m.Matches("");
+  return m;
+}
+
+bool Matcher::Matches(std::string_view value) const {
+  switch (type_) {
+    case Type::kEqual:
+      return value == value_;
+    case Type::kNotEqual:
+      return value != value_;
+    case Type::kRegex:
+      return RE2::FullMatch(value, *re_);
+    case Type::kNotRegex:
+      return !RE2::FullMatch(value, *re_);
+  }
+  return false;
+}
+
+std::string Matcher::ToString() const {
+  static constexpr const char* kOps[] = {"=", "!=", "=~", "!~"};
+  std::string out = name_ + kOps[static_cast<int>(type_)] + "\"";
+  for (char c : value_) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+namespace {
+
+class SelectorParser {
+ public:
+  explicit SelectorParser(std::string_view text) : text_(text) {}
+
+  Result<std::vector<Matcher>> Parse() {
+    std::vector<Matcher> out;
+    SkipSpace();
+    if (pos_ < text_.size() && text_[pos_] != '{') {
+      const std::string name = Identifier(true);
+      if (name.empty()) return Fail("expected a metric name or '{'");
+      auto m = Matcher::Make(Matcher::Type::kEqual, std::string(kMetricNameLabel), name);
+      out.push_back(std::move(*m));
+      SkipSpace();
+    }
+    if (pos_ < text_.size() && text_[pos_] == '{') {
+      ++pos_;
+      if (Status s = Braces(out); !s.ok()) return Error(s);
+    }
+    SkipSpace();
+    if (pos_ != text_.size()) return Fail("unexpected character after the selector");
+    if (out.empty()) return Fail("empty selector");
+    bool selective = false;
+    for (const Matcher& m : out) selective = selective || !m.MatchesEmpty();
+    if (!selective) {
+      return Error(StatusCode::kParseError,
+                   "vector selector must contain at least one non-empty matcher");
+    }
+    return out;
+  }
+
+ private:
+  Status Braces(std::vector<Matcher>& out) {
+    for (;;) {
+      SkipSpace();
+      if (pos_ < text_.size() && text_[pos_] == '}') {
+        ++pos_;
+        return Status::Ok();
+      }
+      const std::string name = Identifier(false);
+      if (name.empty()) return FailStatus("expected a label name or '}'");
+      SkipSpace();
+      Matcher::Type type{};
+      if (Consume("=~")) {
+        type = Matcher::Type::kRegex;
+      } else if (Consume("!~")) {
+        type = Matcher::Type::kNotRegex;
+      } else if (Consume("!=")) {
+        type = Matcher::Type::kNotEqual;
+      } else if (Consume("=")) {
+        type = Matcher::Type::kEqual;
+      } else {
+        return FailStatus("expected '=', '!=', '=~' or '!~'");
+      }
+      SkipSpace();
+      const std::size_t value_at = pos_;
+      auto value = QuotedString();
+      if (!value) return value.error();
+      auto m = Matcher::Make(type, name, std::move(*value));
+      if (!m) return Status(StatusCode::kParseError, Where(value_at) + m.error().message());
+      out.push_back(std::move(*m));
+      SkipSpace();
+      if (Consume(",")) continue;
+      if (pos_ < text_.size() && text_[pos_] == '}') continue;
+      return FailStatus("expected ',' or '}'");
+    }
+  }
+
+  std::string Identifier(bool metric) {
+    const std::size_t start = pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                      (metric && c == ':') || (pos_ > start && c >= '0' && c <= '9');
+      if (!ok) break;
+      ++pos_;
+    }
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  Result<std::string> QuotedString() {
+    if (pos_ >= text_.size() || (text_[pos_] != '"' && text_[pos_] != '\'')) {
+      return Fail("expected a quoted string");
+    }
+    const char quote = text_[pos_++];
+    std::string out;
+    while (pos_ < text_.size() && text_[pos_] != quote) {
+      char c = text_[pos_++];
+      if (c == '\\') {
+        if (pos_ >= text_.size()) break;
+        const char e = text_[pos_++];
+        switch (e) {
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case '\\':
+          case '"':
+          case '\'':
+            c = e;
+            break;
+          default:
+            pos_ -= 2;
+            return Fail(std::string("unknown escape sequence '\\") + e + "'");
+        }
+      }
+      out += c;
+    }
+    if (pos_ >= text_.size()) return Fail("unterminated string");
+    ++pos_;
+    return out;
+  }
+
+  bool Consume(std::string_view token) {
+    if (text_.substr(pos_, token.size()) != token) return false;
+    pos_ += token.size();
+    return true;
+  }
+  void SkipSpace() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  std::string Where(std::size_t at) const {
+    int line = 1;
+    int col = 1;
+    for (std::size_t i = 0; i < at && i < text_.size(); ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    return std::to_string(line) + ":" + std::to_string(col) + ": ";
+  }
+  Status FailStatus(const std::string& what) const {
+    return Status(StatusCode::kParseError, Where(pos_) + what);
+  }
+  tl::unexpected<Status> Fail(const std::string& what) const { return Error(FailStatus(what)); }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+Result<std::vector<Matcher>> ParseSelector(std::string_view text) {
+  return SelectorParser(text).Parse();
+}
+
+}  // namespace gpucanary::store

@@ -1,0 +1,281 @@
+#include "store/meta_db.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+namespace gpucanary::store {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS releases (
+  id TEXT PRIMARY KEY, service TEXT NOT NULL, started_at REAL NOT NULL, annotation TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS releases_by_time ON releases (started_at);
+CREATE TABLE IF NOT EXISTS canaries (
+  id TEXT PRIMARY KEY, release_id TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL,
+  state TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS canaries_by_release ON canaries (release_id);
+CREATE TABLE IF NOT EXISTS verdicts (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, canary_id TEXT NOT NULL, at REAL NOT NULL,
+  verdict TEXT NOT NULL, score REAL, report TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS verdicts_by_canary ON verdicts (canary_id);
+CREATE TABLE IF NOT EXISTS causes (
+  verdict_seq INTEGER NOT NULL, canary_id TEXT NOT NULL, kind TEXT NOT NULL,
+  scope TEXT NOT NULL, since REAL, summary TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS causes_by_verdict ON causes (verdict_seq);
+)sql";
+
+// A prepared statement, finalized on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, std::string_view sql) {
+    rc_ = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  bool ok() const { return rc_ == SQLITE_OK; }
+  Stmt& Bind(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& Bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, const std::optional<double>& v) {
+    if (v) {
+      sqlite3_bind_double(stmt_, i, *v);
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  std::string Text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p == nullptr ? std::string()
+                        : std::string(reinterpret_cast<const char*>(p),
+                                      static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::optional<double> OptDouble(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(stmt_, col);
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<MetaDb>> MetaDb::Open(const std::filesystem::path& file) {
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return Error(StatusCode::kIoError, file.string() + ": " + msg);
+  }
+  std::unique_ptr<MetaDb> meta(new MetaDb(db));
+  sqlite3_busy_timeout(db, 5000);
+  for (std::string_view pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
+    if (Status s = meta->Exec(pragma); !s.ok()) return Error(s.WithPrefix(file.string()));
+  }
+  int version = 0;
+  {
+    Stmt st(db, "PRAGMA user_version");
+    if (st.ok() && st.Step() == SQLITE_ROW) version = static_cast<int>(st.Int(0));
+  }
+  if (version > kSchemaVersion) {
+    return Error(StatusCode::kInvalidArgument,
+                 file.string() + ": schema version " + std::to_string(version) +
+                     " is newer than this gpucanary's " + std::to_string(kSchemaVersion));
+  }
+  if (Status s = meta->Exec(kSchema); !s.ok()) return Error(s.WithPrefix(file.string()));
+  if (Status s = meta->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion)); !s.ok()) {
+    return Error(s);
+  }
+  return meta;
+}
+
+MetaDb::~MetaDb() { sqlite3_close(db_); }
+
+Status MetaDb::Exec(std::string_view sql) {
+  char* err = nullptr;
+  const std::string text(sql);
+  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    Status s(StatusCode::kIoError, std::string("sqlite: ") + (err != nullptr ? err : "error"));
+    sqlite3_free(err);
+    return s;
+  }
+  return Status::Ok();
+}
+
+Status MetaDb::SqlError(std::string_view what) const {
+  return Status(StatusCode::kIoError, "sqlite: " + std::string(what) + ": " + sqlite3_errmsg(db_));
+}
+
+Status MetaDb::PutRelease(const ReleaseRecord& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  {
+    Stmt get(db_, "SELECT annotation FROM releases WHERE id = ?1");
+    if (!get.ok()) return SqlError("select release");
+    get.Bind(1, r.id);
+    if (get.Step() == SQLITE_ROW) {
+      if (get.Text(0) == r.annotation) return Status::Ok();
+      return Status(StatusCode::kInvalidArgument,
+                    "release '" + r.id + "' exists with a different annotation");
+    }
+  }
+  Stmt put(db_, "INSERT INTO releases (id, service, started_at, annotation) VALUES (?1,?2,?3,?4)");
+  if (!put.ok()) return SqlError("insert release");
+  put.Bind(1, r.id).Bind(2, r.service).Bind(3, r.started_at).Bind(4, r.annotation);
+  if (put.Step() != SQLITE_DONE) return SqlError("insert release");
+  return Status::Ok();
+}
+
+Result<std::optional<ReleaseRecord>> MetaDb::GetRelease(std::string_view id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "SELECT id, service, started_at, annotation FROM releases WHERE id = ?1");
+  if (!st.ok()) return Error(SqlError("select release"));
+  st.Bind(1, id);
+  const int rc = st.Step();
+  if (rc == SQLITE_DONE) return std::optional<ReleaseRecord>();
+  if (rc != SQLITE_ROW) return Error(SqlError("select release"));
+  return std::optional<ReleaseRecord>(
+      ReleaseRecord{st.Text(0), st.Text(1), st.Double(2), st.Text(3)});
+}
+
+Result<std::vector<ReleaseRecord>> MetaDb::ListReleases(const ReleaseFilter& f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_,
+          "SELECT id, service, started_at, annotation FROM releases "
+          "WHERE (?1 = '' OR service = ?1) AND (?2 IS NULL OR started_at >= ?2) "
+          "AND (?3 IS NULL OR started_at <= ?3) ORDER BY started_at DESC, id LIMIT ?4");
+  if (!st.ok()) return Error(SqlError("list releases"));
+  st.Bind(1, f.service).Bind(2, f.from).Bind(3, f.to).Bind(4, static_cast<std::int64_t>(f.limit));
+  std::vector<ReleaseRecord> out;
+  int rc = 0;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    out.push_back({st.Text(0), st.Text(1), st.Double(2), st.Text(3)});
+  }
+  if (rc != SQLITE_DONE) return Error(SqlError("list releases"));
+  return out;
+}
+
+Status MetaDb::PutCanary(const CanaryRecord& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_,
+          "INSERT INTO canaries (id, release_id, started_at, ended_at, state) "
+          "VALUES (?1,?2,?3,?4,?5) ON CONFLICT(id) DO UPDATE SET "
+          "release_id = excluded.release_id, started_at = excluded.started_at, "
+          "ended_at = excluded.ended_at, state = excluded.state");
+  if (!st.ok()) return SqlError("put canary");
+  st.Bind(1, c.id).Bind(2, c.release_id).Bind(3, c.started_at).Bind(4, c.ended_at).Bind(5, c.state);
+  if (st.Step() != SQLITE_DONE) return SqlError("put canary");
+  return Status::Ok();
+}
+
+namespace {
+CanaryRecord CanaryFrom(const Stmt& st) {
+  return {st.Text(0), st.Text(1), st.Double(2), st.OptDouble(3), st.Text(4)};
+}
+}  // namespace
+
+Result<std::optional<CanaryRecord>> MetaDb::GetCanary(std::string_view id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "SELECT id, release_id, started_at, ended_at, state FROM canaries WHERE id = ?1");
+  if (!st.ok()) return Error(SqlError("get canary"));
+  st.Bind(1, id);
+  const int rc = st.Step();
+  if (rc == SQLITE_DONE) return std::optional<CanaryRecord>();
+  if (rc != SQLITE_ROW) return Error(SqlError("get canary"));
+  return std::optional<CanaryRecord>(CanaryFrom(st));
+}
+
+Result<std::vector<CanaryRecord>> MetaDb::ListCanaries(std::string_view release_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_,
+          "SELECT id, release_id, started_at, ended_at, state FROM canaries "
+          "WHERE (?1 = '' OR release_id = ?1) ORDER BY started_at DESC, id");
+  if (!st.ok()) return Error(SqlError("list canaries"));
+  st.Bind(1, release_id);
+  std::vector<CanaryRecord> out;
+  int rc = 0;
+  while ((rc = st.Step()) == SQLITE_ROW) out.push_back(CanaryFrom(st));
+  if (rc != SQLITE_DONE) return Error(SqlError("list canaries"));
+  return out;
+}
+
+Status MetaDb::AddVerdict(const VerdictRecord& v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto rollback = [&](Status s) {
+    (void)Exec("ROLLBACK");
+    return s;
+  };
+  Stmt put(db_,
+           "INSERT INTO verdicts (canary_id, at, verdict, score, report) VALUES (?1,?2,?3,?4,?5)");
+  if (!put.ok()) return rollback(SqlError("insert verdict"));
+  put.Bind(1, v.canary_id).Bind(2, v.at).Bind(3, v.verdict).Bind(4, v.score).Bind(5, v.report);
+  if (put.Step() != SQLITE_DONE) return rollback(SqlError("insert verdict"));
+  const std::int64_t seq = sqlite3_last_insert_rowid(db_);
+  for (const CauseRecord& c : v.causes) {
+    Stmt cause(db_,
+               "INSERT INTO causes (verdict_seq, canary_id, kind, scope, since, summary) "
+               "VALUES (?1,?2,?3,?4,?5,?6)");
+    if (!cause.ok()) return rollback(SqlError("insert cause"));
+    cause.Bind(1, seq)
+        .Bind(2, v.canary_id)
+        .Bind(3, c.kind)
+        .Bind(4, c.scope)
+        .Bind(5, c.since)
+        .Bind(6, c.summary);
+    if (cause.Step() != SQLITE_DONE) return rollback(SqlError("insert cause"));
+  }
+  return Exec("COMMIT");
+}
+
+Result<std::vector<VerdictRecord>> MetaDb::Verdicts(std::string_view canary_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_,
+          "SELECT seq, canary_id, at, verdict, score, report FROM verdicts WHERE canary_id = ?1 "
+          "ORDER BY seq");
+  if (!st.ok()) return Error(SqlError("list verdicts"));
+  st.Bind(1, canary_id);
+  std::vector<VerdictRecord> out;
+  std::vector<std::int64_t> seqs;
+  int rc = 0;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    seqs.push_back(st.Int(0));
+    out.push_back({st.Text(1), st.Double(2), st.Text(3), st.OptDouble(4), st.Text(5), {}});
+  }
+  if (rc != SQLITE_DONE) return Error(SqlError("list verdicts"));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    Stmt cs(db_,
+            "SELECT kind, scope, since, summary FROM causes WHERE verdict_seq = ?1 ORDER BY rowid");
+    if (!cs.ok()) return Error(SqlError("list causes"));
+    cs.Bind(1, seqs[i]);
+    while ((rc = cs.Step()) == SQLITE_ROW) {
+      out[i].causes.push_back({cs.Text(0), cs.Text(1), cs.OptDouble(2), cs.Text(3)});
+    }
+    if (rc != SQLITE_DONE) return Error(SqlError("list causes"));
+  }
+  return out;
+}
+
+}  // namespace gpucanary::store

@@ -1,0 +1,164 @@
+#pragma once
+// The embedded time-series store: one data directory with a write-ahead log,
+// chunk segments and their indexes (docs/storage-format.md). Appenders write
+// committed batches to the WAL and the in-memory head; full chunks are sealed
+// into the active chunk segment; Select reads any time range by label
+// matchers.
+//
+// Thread-safe: any number of appenders and readers at once. Commits are
+// serialised; readers share a lock with each other.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "store/appender.h"
+#include "store/chunk.h"
+#include "store/labels.h"
+#include "store/matcher.h"
+
+namespace gpucanary::store {
+
+struct StoreOptions {
+  // Retention: chunk segments entirely older than this go (0: keep forever);
+  // then the oldest while segments take more than retention_bytes (0: no
+  // limit).
+  std::int64_t retention_ms = 15LL * 24 * 3600 * 1000;
+  std::uint64_t retention_bytes = 0;
+
+  std::size_t max_chunk_samples = 240;
+  std::int64_t max_chunk_span_ms = 2LL * 3600 * 1000;
+  std::uint64_t segment_bytes = 64u << 20;
+  std::int64_t segment_span_ms = 2LL * 3600 * 1000;
+  std::uint64_t wal_segment_bytes = 64u << 20;
+  std::uint64_t checkpoint_after_bytes = 128u << 20;  // of WAL since the last checkpoint
+  std::int64_t idle_series_ms = 3600LL * 1000;        // dropped from memory after this
+  std::size_t max_series = 10'000'000;
+
+  // fdatasync of the WAL and active segment by a background thread (ms; 0:
+  // only on Close and checkpoints).
+  int sync_interval_ms = 1000;
+
+  // Where recovery reports what it did (cut tails, replayed records).
+  std::function<void(std::string_view)> log;
+};
+
+struct SeriesSamples {
+  Labels labels;
+  std::vector<Sample> samples;  // time order, exact bits, staleness markers kept
+};
+
+// A sealed chunk as a query sees it: its encoded bytes (a view into a mapped
+// segment file) and its time range.
+struct ChunkView {
+  std::string_view bytes;
+  std::int64_t mint = 0;
+  std::int64_t maxt = 0;
+};
+
+// One series' data in a query's range, not yet decoded: sealed chunks in
+// time order and a copy of its open chunk's stream.
+struct SeriesData {
+  Labels labels;
+  std::vector<ChunkView> chunks;
+  std::string open_stream;
+  std::size_t open_samples = 0;
+};
+
+// A read snapshot: stays valid (mappings held) after the store moves on,
+// even if retention deletes the segments it reads from. Decoding happens as
+// the caller iterates, a chunk at a time into a small buffer, so reading a
+// large window allocates nothing per sample.
+class QueryResult {
+ public:
+  std::int64_t mint = 0;
+  std::int64_t maxt = 0;
+  std::vector<SeriesData> series;  // sorted by labels
+  std::vector<std::shared_ptr<const void>> keep_alive;
+
+  // Calls fn with runs of `s`'s samples in [mint, maxt], t strictly
+  // increasing across runs (a sample stored twice after a crash is given
+  // once). Errors: kParseError for a chunk that does not decode.
+  Status ForEach(const SeriesData& s, const std::function<void(std::span<const Sample>)>& fn) const;
+  // Appends all of `s`'s samples to `out`.
+  Status Collect(const SeriesData& s, std::vector<Sample>& out) const;
+};
+
+struct StoreStats {
+  std::size_t head_series = 0;         // series in memory
+  std::size_t open_chunk_bytes = 0;    // heap held by open chunks
+  std::uint64_t samples_appended = 0;  // since open
+  std::uint64_t samples_rejected = 0;  // out of order or duplicate
+  std::uint64_t chunks_sealed = 0;
+  std::uint64_t chunk_bytes = 0;    // encoded chunk bytes sealed since open
+  std::uint64_t chunk_samples = 0;  // samples in those chunks
+  std::size_t segments = 0;         // chunk segments on disk, active included
+  std::uint64_t segment_bytes = 0;  // their size
+  std::uint64_t wal_bytes = 0;      // WAL segments and checkpoint on disk
+  std::int64_t min_time = 0;        // oldest sample on disk or in memory (ms)
+  std::int64_t max_time = 0;
+};
+
+class Store : public Appendable {
+ public:
+  // Opens (creating) the store in `dir`, recovering from the WAL and cutting
+  // torn tails (reported through options.log). Errors: kIoError when the
+  // directory cannot be used, kUnavailable when another process holds its
+  // LOCK.
+  static Result<std::unique_ptr<Store>> Open(const std::filesystem::path& dir,
+                                             StoreOptions options = {});
+
+  // Syncs and closes.
+  ~Store() override;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  std::unique_ptr<Appender> NewAppender() override;
+
+  // Every series matching all `matchers` with data in [mint, maxt] (ms,
+  // inclusive), undecoded. Errors: kIoError or kParseError (an index on disk
+  // unreadable).
+  Result<QueryResult> Query(const std::vector<Matcher>& matchers, std::int64_t mint,
+                            std::int64_t maxt) const;
+
+  // Query, decoded: every matching series with at least one sample in the
+  // range, with those samples, sorted by labels.
+  Result<std::vector<SeriesSamples>> Select(const std::vector<Matcher>& matchers, std::int64_t mint,
+                                            std::int64_t maxt) const;
+
+  // Label sets of the matching series with data in [mint, maxt], sorted.
+  Result<std::vector<Labels>> SeriesIn(const std::vector<Matcher>& matchers, std::int64_t mint,
+                                       std::int64_t maxt) const;
+
+  // Label names / the values of one label over series with data in the range.
+  Result<std::vector<std::string>> LabelNames(std::int64_t mint, std::int64_t maxt) const;
+  Result<std::vector<std::string>> LabelValues(std::string_view name, std::int64_t mint,
+                                               std::int64_t maxt) const;
+
+  // Deletes chunk segments past retention as of `now_ms`; drops idle series
+  // from memory. Called by the owner periodically (the daemon: every minute).
+  Status ApplyRetention(std::int64_t now_ms);
+
+  // Writes a checkpoint now and truncates the WAL (normally automatic).
+  Status Checkpoint();
+  // fdatasync of the WAL and the active segment now.
+  Status Sync();
+
+  StoreStats stats() const;
+  const std::filesystem::path& dir() const;
+
+ private:
+  class Impl;
+  class AppenderImpl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpucanary::store

@@ -1,0 +1,372 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace gpucanary::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gc_store_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  StoreOptions Options() {
+    StoreOptions o;
+    o.sync_interval_ms = 0;
+    o.log = [this](std::string_view line) { log_.emplace_back(line); };
+    return o;
+  }
+  std::unique_ptr<Store> OpenStore(StoreOptions o) {
+    auto s = Store::Open(dir_, std::move(o));
+    EXPECT_TRUE(s.has_value()) << s.error().ToString();
+    return s ? std::move(*s) : nullptr;
+  }
+
+  static Labels Gpu(const std::string& host, int gpu,
+                    const std::string& name = "DCGM_FI_DEV_SM_CLOCK") {
+    Labels l = {{"Hostname", host}, {"__name__", name}, {"gpu", std::to_string(gpu)}};
+    SortLabels(l);
+    return l;
+  }
+  static double Value(int series, int i) {
+    // Six-decimal dcgm-style values, a different shape per series.
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%f", 300 + series + ((i * 7919 + series * 31) % 1000) / 1000.0);
+    return std::strtod(buf, nullptr);
+  }
+  // Writes `seconds` of 1 s samples for `series` series, one commit per second.
+  static void Fill(Store& store, int series, int from_s, int seconds) {
+    auto app = store.NewAppender();
+    std::vector<SeriesRef> refs;
+    for (int k = 0; k < series; ++k) {
+      refs.push_back(*app->Series(Gpu("node-" + std::to_string(k / 8), k % 8)));
+    }
+    for (int i = from_s; i < from_s + seconds; ++i) {
+      for (int k = 0; k < series; ++k) {
+        ASSERT_TRUE(app->Append(refs[static_cast<std::size_t>(k)], i * 1000LL, Value(k, i)).ok());
+      }
+      auto r = app->Commit();
+      ASSERT_TRUE(r.has_value()) << r.error().ToString();
+      ASSERT_TRUE(r->first_error.ok()) << r->first_error.ToString();
+    }
+  }
+  // Checks that every series holds exactly seconds [from_s, to_s).
+  static void ExpectFilled(const Store& store, int series, int from_s, int to_s) {
+    auto got = store.Select(
+        {*Matcher::Make(Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_SM_CLOCK")}, 0, 1LL << 50);
+    ASSERT_TRUE(got.has_value()) << got.error().ToString();
+    ASSERT_EQ(got->size(), static_cast<std::size_t>(series));
+    for (const SeriesSamples& s : *got) {
+      const int k = std::stoi(std::string(LabelValue(s.labels, "Hostname")).substr(5)) * 8 +
+                    std::stoi(std::string(LabelValue(s.labels, "gpu")));
+      ASSERT_EQ(s.samples.size(), static_cast<std::size_t>(to_s - from_s))
+          << LabelsToString(s.labels);
+      for (int i = from_s; i < to_s; ++i) {
+        const Sample& smp = s.samples[static_cast<std::size_t>(i - from_s)];
+        ASSERT_EQ(smp.t, i * 1000LL);
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(smp.v), std::bit_cast<std::uint64_t>(Value(k, i)));
+      }
+    }
+  }
+
+  fs::path dir_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(StoreTest, SamplesComeBackExactlyFromHeadChunksAndSealedSegments) {
+  StoreOptions o = Options();
+  o.segment_bytes = 4 << 10;  // several sealed segments
+  auto store = OpenStore(o);
+  Fill(*store, 16, 0, 1000);
+  const StoreStats st = store->stats();
+  EXPECT_GT(st.segments, 3U);
+  EXPECT_EQ(st.samples_appended, 16000U);
+  ExpectFilled(*store, 16, 0, 1000);
+  // A window inside: exactly its samples.
+  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "3")}, 100500, 200000);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->size(), 2U);  // node-0/3 and node-1/3
+  EXPECT_EQ((*got)[0].samples.size(), 100U);
+  EXPECT_EQ((*got)[0].samples.front().t, 101000);
+}
+
+TEST_F(StoreTest, ReopenRecoversEverythingCommitted) {
+  StoreOptions o = Options();
+  o.segment_bytes = 32 << 10;
+  {
+    auto store = OpenStore(o);
+    Fill(*store, 8, 0, 700);
+  }
+  auto store = OpenStore(o);
+  ExpectFilled(*store, 8, 0, 700);
+  // And keeps appending where it left off.
+  Fill(*store, 8, 700, 100);
+  ExpectFilled(*store, 8, 0, 800);
+}
+
+TEST_F(StoreTest, KillNineLosesNothingCommitted) {
+  StoreOptions o = Options();
+  o.segment_bytes = 32 << 10;
+  o.checkpoint_after_bytes = 64 << 10;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto store = Store::Open(dir_, o);
+    if (!store) ::_exit(2);
+    Fill(**store, 8, 0, 900);
+    ::_exit(::testing::Test::HasFailure() ? 3 : 0);  // no destructors: like kill -9
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  auto store = OpenStore(o);
+  ExpectFilled(*store, 8, 0, 900);
+}
+
+TEST_F(StoreTest, TornWalTailIsCutWithALogLine) {
+  StoreOptions o = Options();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto store = Store::Open(dir_, o);
+    if (!store) ::_exit(2);
+    Fill(**store, 4, 0, 50);
+    ::_exit(0);
+  }
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  // The last WAL segment: half a record of garbage at its end.
+  fs::path last;
+  for (const auto& e : fs::directory_iterator(dir_ / "wal")) {
+    const std::string name = e.path().filename().string();
+    if (name.find("checkpoint") == std::string::npos && e.path() > last) last = e.path();
+  }
+  ASSERT_FALSE(last.empty());
+  {
+    std::ofstream out(last, std::ios::app | std::ios::binary);
+    out << std::string("\x40\x00\x00\x00\x02garbage", 12);
+  }
+  auto store = OpenStore(o);
+  ExpectFilled(*store, 4, 0, 50);
+  bool cut = false;
+  for (const std::string& line : log_) cut = cut || line.find("torn tail") != std::string::npos;
+  EXPECT_TRUE(cut);
+}
+
+TEST_F(StoreTest, CorruptActiveSegmentTailIsCut) {
+  StoreOptions o = Options();
+  o.max_chunk_samples = 10;
+  {
+    auto store = OpenStore(o);
+    Fill(*store, 4, 0, 100);
+  }
+  fs::path seg = dir_ / "chunks" / "00000001";
+  ASSERT_TRUE(fs::exists(seg));
+  const auto size = fs::file_size(seg);
+  fs::resize_file(seg, size - 3);  // tear the last chunk record
+  auto store = OpenStore(o);
+  // Whatever was torn from the segment is still in the checkpoint or WAL.
+  ExpectFilled(*store, 4, 0, 100);
+  bool cut = false;
+  for (const std::string& line : log_)
+    cut = cut || line.find("chunks/00000001: cut") != std::string::npos;
+  EXPECT_TRUE(cut);
+}
+
+TEST_F(StoreTest, OutOfOrderAndDuplicatesAreRejectedOneByOne) {
+  auto store = OpenStore(Options());
+  auto app = store->NewAppender();
+  const SeriesRef a = *app->Series(Gpu("n", 0));
+  const SeriesRef b = *app->Series(Gpu("n", 1));
+  ASSERT_TRUE(app->Append(a, 2000, 1).ok());
+  ASSERT_TRUE(app->Append(b, 2000, 1).ok());
+  ASSERT_TRUE(app->Commit()->first_error.ok());
+  ASSERT_TRUE(app->Append(a, 1000, 5).ok());  // older
+  ASSERT_TRUE(app->Append(a, 2000, 1).ok());  // exact repeat: dropped silently
+  ASSERT_TRUE(app->Append(b, 2000, 2).ok());  // same time, other value
+  ASSERT_TRUE(app->Append(b, 3000, 3).ok());  // fine
+  auto r = app->Commit();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->appended, 1U);
+  EXPECT_EQ(r->out_of_order, 1U);
+  EXPECT_EQ(r->duplicates, 1U);
+  EXPECT_EQ(r->first_error.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(r->first_error.message().find("out of order sample"), std::string::npos);
+  EXPECT_EQ(app->Append(12345, 1, 1).code(), StatusCode::kNotFound);
+  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "1")}, 0, 10000);
+  ASSERT_EQ(got->size(), 1U);
+  ASSERT_EQ((*got)[0].samples.size(), 2U);
+  EXPECT_EQ((*got)[0].samples[1].v, 3);
+}
+
+TEST_F(StoreTest, RollbackDropsTheBatch) {
+  auto store = OpenStore(Options());
+  auto app = store->NewAppender();
+  const SeriesRef a = *app->Series(Gpu("n", 0));
+  ASSERT_TRUE(app->Append(a, 1000, 1).ok());
+  app->Rollback();
+  ASSERT_TRUE(app->Commit()->first_error.ok());
+  EXPECT_TRUE(store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "0")}, 0, 1e9)->empty());
+}
+
+TEST_F(StoreTest, BadLabelsAreRefusedWithTheirName) {
+  auto store = OpenStore(Options());
+  auto app = store->NewAppender();
+  Labels dup = {{"__name__", "x"}, {"gpu", "1"}, {"gpu", "2"}};
+  EXPECT_EQ(app->Series(dup).error().message(), "label 2 'gpu': duplicate name");
+  Labels empty = {{"__name__", "x"}, {"gpu", ""}};
+  EXPECT_EQ(app->Series(empty).error().message(), "label 1 'gpu': empty value");
+  Labels no_name = {{"gpu", "1"}};
+  EXPECT_EQ(app->Series(no_name).error().message(), "no __name__ label");
+}
+
+TEST_F(StoreTest, MatchersSelectLikePromQL) {
+  auto store = OpenStore(Options());
+  Fill(*store, 16, 0, 5);  // node-0 and node-1, gpus 0-7
+  auto count = [&](const std::string& selector) -> int {
+    auto m = ParseSelector(selector);
+    EXPECT_TRUE(m.has_value()) << selector << ": " << m.error().ToString();
+    if (!m) return -1;
+    auto got = store->Select(*m, 0, 1e9);
+    return got ? static_cast<int>(got->size()) : -1;
+  };
+  EXPECT_EQ(count("DCGM_FI_DEV_SM_CLOCK"), 16);
+  EXPECT_EQ(count(R"(DCGM_FI_DEV_SM_CLOCK{Hostname="node-1"})"), 8);
+  EXPECT_EQ(count(R"({Hostname="node-1", gpu=~"[0-3]"})"), 4);
+  EXPECT_EQ(count(R"(DCGM_FI_DEV_SM_CLOCK{Hostname!="node-1", gpu!~"[0-3]"})"), 4);
+  EXPECT_EQ(count(R"({__name__=~"DCGM_.*", gpu="7"})"), 2);
+  EXPECT_EQ(count(R"({__name__=~"DCGM_.*", pod=""})"), 16);  // absent label is ""
+  EXPECT_EQ(count(R"({__name__=~"DCGM_.*", pod!=""})"), 0);
+  EXPECT_EQ(count(R"({gpu=~"1|2", Hostname='node-0'})"), 2);
+  EXPECT_EQ(count("nothing_here"), 0);
+}
+
+TEST_F(StoreTest, SelectorErrorsSayWhere) {
+  EXPECT_EQ(ParseSelector(R"(up{job="x")").error().message(), "1:11: expected ',' or '}'");
+  EXPECT_EQ(ParseSelector(R"(up{job~"x"})").error().message(),
+            "1:7: expected '=', '!=', '=~' or '!~'");
+  EXPECT_EQ(ParseSelector(R"({job="", gpu!~"1"})").error().message(),
+            "vector selector must contain at least one non-empty matcher");
+  EXPECT_NE(ParseSelector(R"({job=~"(("})").error().message().find("1:7: bad regex"),
+            std::string::npos);
+  EXPECT_EQ(ParseSelector(R"(up{job="\q"})").error().message(),
+            "1:9: unknown escape sequence '\\q'");
+}
+
+TEST_F(StoreTest, StaleMarkersAndNaNsKeepTheirBits) {
+  auto store = OpenStore(Options());
+  auto app = store->NewAppender();
+  const SeriesRef a = *app->Series(Gpu("n", 0));
+  const double values[] = {1.5, StaleNaN(), std::nan(""), 2.5};
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(app->Append(a, 1000 * i, values[i]).ok());
+  ASSERT_TRUE(app->Commit()->first_error.ok());
+  store.reset();
+  store = OpenStore(Options());
+  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "0")}, 0, 1e9);
+  ASSERT_EQ((*got)[0].samples.size(), 4U);
+  EXPECT_TRUE(IsStaleNaN((*got)[0].samples[1].v));
+  EXPECT_TRUE(std::isnan((*got)[0].samples[2].v));
+  EXPECT_FALSE(IsStaleNaN((*got)[0].samples[2].v));
+}
+
+TEST_F(StoreTest, RetentionDropsOldSegmentsByAgeAndBySize) {
+  StoreOptions o = Options();
+  o.segment_bytes = 2 << 10;
+  o.retention_ms = 300 * 1000;
+  auto store = OpenStore(o);
+  Fill(*store, 8, 0, 1200);
+  const StoreStats before = store->stats();
+  ASSERT_GT(before.segments, 4U);
+  ASSERT_TRUE(store->ApplyRetention(1200 * 1000).ok());
+  const StoreStats after = store->stats();
+  EXPECT_LT(after.segments, before.segments);
+  EXPECT_GE(after.min_time, (1200 - 300 - 600) * 1000);  // whole segments go
+  // Everything newer than the cut is still there, in order.
+  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "0")}, 0, 1LL << 50);
+  ASSERT_EQ(got->size(), 1U);
+  EXPECT_EQ((*got)[0].samples.back().t, 1199000);
+  EXPECT_LE((*got)[0].samples.front().t, 900 * 1000);
+
+  store.reset();
+  o.retention_ms = 0;
+  o.retention_bytes = 6 << 10;
+  store = OpenStore(o);
+  ASSERT_TRUE(store->ApplyRetention(1200 * 1000).ok());
+  EXPECT_LE(store->stats().segment_bytes, (6u << 10) + (2u << 10));
+}
+
+TEST_F(StoreTest, IdleSeriesLeaveMemoryAndComeBackAsNew) {
+  StoreOptions o = Options();
+  o.idle_series_ms = 60 * 1000;
+  o.segment_bytes = 2 << 10;
+  o.max_chunk_samples = 20;
+  auto store = OpenStore(o);
+  Fill(*store, 8, 0, 300);
+  // The 8 series stop (their pods went away); another one goes on.
+  ASSERT_TRUE(store->ApplyRetention(400 * 1000).ok());  // seals their open chunks
+  auto app = store->NewAppender();
+  const SeriesRef other = *app->Series(Gpu("node-9", 0, "DCGM_FI_DEV_POWER_USAGE"));
+  for (int i = 300; i < 1500; ++i) {
+    ASSERT_TRUE(app->Append(other, i * 1000LL, Value(99, i)).ok());
+    ASSERT_TRUE(app->Commit()->first_error.ok());
+  }
+  ASSERT_TRUE(store->ApplyRetention(1500 * 1000).ok());
+  EXPECT_EQ(store->stats().head_series, 1U);
+  ExpectFilled(*store, 8, 0, 300);  // their data stays on disk
+  store.reset();
+  store = OpenStore(o);
+  EXPECT_EQ(store->stats().head_series, 1U);
+  Fill(*store, 8, 300, 20);  // new refs for the same labels
+  ExpectFilled(*store, 8, 0, 320);
+}
+
+TEST_F(StoreTest, ASecondProcessCannotOpenTheSameDirectory) {
+  auto store = OpenStore(Options());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto other = Store::Open(dir_, StoreOptions{});
+    ::_exit(!other && other.error().code() == StatusCode::kUnavailable ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_F(StoreTest, CheckpointsBoundTheWal) {
+  StoreOptions o = Options();
+  o.checkpoint_after_bytes = 32 << 10;
+  o.wal_segment_bytes = 8 << 10;
+  auto store = OpenStore(o);
+  Fill(*store, 16, 0, 600);
+  EXPECT_LT(store->stats().wal_bytes, 128U << 10);
+  store.reset();
+  store = OpenStore(o);
+  ExpectFilled(*store, 16, 0, 600);
+}
+
+TEST_F(StoreTest, LabelNamesAndValues) {
+  auto store = OpenStore(Options());
+  Fill(*store, 10, 0, 3);
+  EXPECT_EQ(*store->LabelNames(0, 1e9), (std::vector<std::string>{"Hostname", "__name__", "gpu"}));
+  EXPECT_EQ(*store->LabelValues("Hostname", 0, 1e9),
+            (std::vector<std::string>{"node-0", "node-1"}));
+  EXPECT_TRUE(store->LabelValues("Hostname", 5000, 1e9)->empty());
+}
+
+}  // namespace
+}  // namespace gpucanary::store
