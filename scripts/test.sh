@@ -26,7 +26,7 @@ bash scripts/lint.sh 2>&1 | grep -v 'warnings generated' || exit 1
 # directory, never into the repo. A crash makes libFuzzer exit non-zero (and
 # this script with it); the input is left in the scratch dir and its bytes are
 # printed, to be added to fuzz/corpus/<target>.
-fuzz_seconds=${GPUCANARY_FUZZ_SECONDS:-30}
+fuzz_seconds=${GPUCANARY_FUZZ_SECONDS:-20}
 if ((fuzz_seconds > 0)); then
   cmake --preset fuzz
   cmake --build build/fuzz -j "$jobs" --target exposition_fuzz csv_import_fuzz scenario_fuzz \

@@ -31,5 +31,7 @@ void RegisterExplainCommands(CLI::App& app, CommandContext& ctx);
 void RegisterImportCommand(CLI::App& app, CommandContext& ctx);
 void RegisterSimCommand(CLI::App& app, CommandContext& ctx);
 void RegisterJudgeCommand(CLI::App& app, CommandContext& ctx);
+void RegisterServeCommand(CLI::App& app, CommandContext& ctx);
+void RegisterBackfillCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

@@ -25,6 +25,8 @@ int Run(int argc, char** argv) {
   RegisterImportCommand(app, ctx);
   RegisterSimCommand(app, ctx);
   RegisterJudgeCommand(app, ctx);
+  RegisterServeCommand(app, ctx);
+  RegisterBackfillCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

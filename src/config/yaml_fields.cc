@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <system_error>
 #include <utility>
 
@@ -24,6 +27,18 @@ bool ParseInt(std::string_view s, std::int64_t* out) {
 }
 
 // "600s", "10m", "1h", "250ms" or a plain number of seconds. False if malformed.
+Result<std::string> ReadConfigFile(const std::string& path) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
+                 path + ": " + ErrnoMessage(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 bool ParseDurationText(std::string_view s, double* seconds) {
   std::size_t unit_at = s.size();
   while (unit_at > 0 && std::isalpha(static_cast<unsigned char>(s[unit_at - 1])) != 0) --unit_at;

@@ -20,6 +20,10 @@
 
 namespace gpucanary::config {
 
+// The whole text of a configuration file. Errors: kNotFound (no such file),
+// kIoError ("PATH: Permission denied").
+Result<std::string> ReadConfigFile(const std::string& path);
+
 // Each returns false for malformed text; *out is then unspecified.
 bool ParseDouble(std::string_view s, double* out);  // finite numbers only
 bool ParseInt(std::string_view s, std::int64_t* out);

@@ -147,25 +147,6 @@ std::string TimeoutParam(const ClientOptions& options) {
 
 }  // namespace
 
-std::string UrlEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size() * 3);
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    const bool unreserved = (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') ||
-                            (u >= '0' && u <= '9') || u == '-' || u == '.' || u == '_' || u == '~';
-    if (unreserved) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
-
 std::string FormatApiTime(std::int64_t t_ms) {
   const bool negative = t_ms < 0;
   // Unsigned, so that the most negative int64 negates without overflow.

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "net/url.h"
 #include "promql/response.h"
 
 namespace gpucanary::promql {
@@ -92,7 +93,7 @@ Result<QueryResult> QueryInstant(std::string_view base_url, std::string_view que
 
 // Percent-encodes everything but RFC 3986 unreserved characters
 // (A-Z a-z 0-9 - . _ ~), for query strings and form bodies.
-std::string UrlEncode(std::string_view text);
+using net::UrlEncode;  // net/url.h
 
 // Unix milliseconds as the API's seconds: 1796214071445 -> "1796214071.445",
 // -1500 -> "-1.500".

@@ -50,9 +50,10 @@ class Appender {
   // kOutOfRange ("out of order sample"), the same timestamp with a different
   // value is kInvalidArgument ("duplicate sample for timestamp"), an exact
   // repeat is dropped silently. Such samples are rejected one by one: the rest
-  // of the batch is kept. Errors here: kNotFound for an unknown ref: the
-  // store drops series idle for an hour from memory, so a writer that caches
-  // refs looks the labels up again with Series() on kNotFound.
+  // of the batch is kept. Errors here: kNotFound for a ref the store never
+  // handed out. The store drops series idle for an hour from memory; a
+  // sample for such a ref is rejected at Commit (kNotFound in first_error),
+  // so a writer that caches refs looks the labels up again with Series().
   virtual Status Append(SeriesRef ref, std::int64_t t_ms, double value) = 0;
 
   // Makes the batch durable (WAL) and visible, keeping the valid samples and

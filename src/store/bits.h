@@ -66,10 +66,7 @@ class BitReader {
     }
     if (n == 0) return 0;
     if (avail_ < n) {
-      while (avail_ <= 56 && p_ < end_) {
-        buf_ |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(*p_++)) << (56 - avail_);
-        avail_ += 8;
-      }
+      Refill();
       if (avail_ < n) {
         error_ = true;
         return 0;
@@ -82,6 +79,27 @@ class BitReader {
   }
   bool ReadBit() { return Read(1) != 0; }
   bool error() const { return error_; }
+
+  // Tops the buffer up to 57..64 bits: whole bytes, eight at a time when
+  // the input has them.
+  void Refill() {
+    if (end_ - p_ >= 8) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, p_, 8);
+      word = __builtin_bswap64(word);  // the stream is most significant bit first
+      const int bytes = (63 - avail_) >> 3;
+      const int keep = avail_ + bytes * 8;  // 57..63 bits valid after this
+      buf_ |= (word >> avail_) & ~(~std::uint64_t{0} >> keep);
+      p_ += bytes;
+      avail_ = keep;
+      return;
+    }
+    while (avail_ <= 56 && p_ < end_) {
+      buf_ |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(*p_++)) << (56 - avail_);
+      avail_ += 8;
+    }
+  }
+
   // Bytes consumed, counting a partly read byte as whole.
   std::size_t bytes_used() const {
     const std::size_t bits =

@@ -9,6 +9,9 @@ namespace gpucanary::store {
 namespace {
 
 constexpr int kMiniblock = 16;
+// Each sample takes at least one bit of time or value unless regular and
+// constant; a bound keeps a corrupt count from allocating without limit.
+constexpr std::uint64_t kMaxChunkSamples = std::uint64_t{1} << 20;
 constexpr std::int64_t kMaxMantissa = std::int64_t{1} << 52;
 constexpr int kMaxExponent = 9;
 constexpr double kPow10[kMaxExponent + 1] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
@@ -49,7 +52,7 @@ std::int64_t ReadDod(BitReader& r) {
   while (ones < 4 && r.ReadBit()) ++ones;
   if (ones == 0) return 0;
   if (ones == 4) return static_cast<std::int64_t>(r.Read(64));
-  const int payload = kDodBuckets[ones - 1].payload;
+  const int payload = ones == 1 ? 14 : (ones == 2 ? 17 : 20);  // kDodBuckets
   std::uint64_t v = r.Read(payload);
   // Payloads hold (lo..hi] in two's complement; hi itself wraps to the
   // negative half, so values above hi are negative.
@@ -280,16 +283,26 @@ Status DecodeDecimal(std::string_view in, std::size_t& pos, std::size_t n, std::
     if (width > 57) return Malformed("bad miniblock width");
     const std::size_t bytes = (static_cast<std::size_t>(count * width) + 7) / 8;
     if (pos + bytes > in.size()) return Malformed("truncated miniblock");
-    UnpackBits(in.data() + pos, bytes, r, count, width);
+    // Bounded by the whole input, not the miniblock: 8-byte loads stay on
+    // the fast path up to the chunk's end.
+    UnpackBits(in.data() + pos, in.size() - pos, r, count, width);
     pos += bytes;
-    for (int j = 0; j < count; ++j, ++i) {
-      if (order == 1) {
+    if (order == 1 && e == 0) {
+      for (int j = 0; j < count; ++j, ++i) {
         m += UnZigZag(r[j]);
-      } else {
+        out[i].v = static_cast<double>(m);
+      }
+    } else if (order == 1) {
+      for (int j = 0; j < count; ++j, ++i) {
+        m += UnZigZag(r[j]);
+        out[i].v = static_cast<double>(m) / scale;
+      }
+    } else {
+      for (int j = 0; j < count; ++j, ++i) {
         d += UnZigZag(r[j]);
         m += d;
+        out[i].v = static_cast<double>(m) / scale;
       }
-      out[i].v = static_cast<double>(m) / scale;
     }
   }
   return Status::Ok();
@@ -354,40 +367,47 @@ ValueEncoding EncodeChunk(std::span<const Sample> samples, std::string& out) {
   return encoding;
 }
 
-Status DecodeChunk(std::string_view in, std::vector<Sample>& out) {
+std::size_t ChunkSampleCount(std::string_view in) {
+  std::size_t pos = 0;
+  std::uint64_t n = 0;
+  if (!GetVarint(in, pos, n) || n > kMaxChunkSamples) return 0;
+  return static_cast<std::size_t>(n);
+}
+
+Status DecodeChunkTo(std::string_view in, std::span<Sample> out) {
   std::size_t pos = 0;
   std::uint64_t n = 0;
   if (!GetVarint(in, pos, n) || pos >= in.size()) return Malformed("truncated header");
   if (n == 0) return Malformed("no samples");
-  // Each sample takes at least one bit of time or value unless regular and
-  // constant; bound n so a corrupt count cannot allocate without limit.
-  if (n > (std::uint64_t{1} << 20)) return Malformed("too many samples");
+  if (n != out.size()) return Malformed("sample count differs from the buffer");
   const auto encoding = static_cast<std::uint8_t>(in[pos++]);
+  if (Status status = DecodeTimes(in, pos, n, out.data()); !status.ok()) return status;
+  switch (static_cast<ValueEncoding>(encoding)) {
+    case ValueEncoding::kConst: {
+      std::uint64_t bits = 0;
+      if (!GetFixed64(in, pos, bits)) return Malformed("truncated const value");
+      for (Sample& s : out) s.v = std::bit_cast<double>(bits);
+      return Status::Ok();
+    }
+    case ValueEncoding::kDecimal:
+      return DecodeDecimal(in, pos, n, out);
+    case ValueEncoding::kXor:
+      return DecodeXorValues(in, pos, out);
+  }
+  return Malformed("unknown value encoding");
+}
+
+Status DecodeChunk(std::string_view in, std::vector<Sample>& out) {
+  const std::size_t n = ChunkSampleCount(in);
+  if (n == 0) {
+    std::size_t pos = 0;
+    std::uint64_t count = 0;
+    if (!GetVarint(in, pos, count)) return Malformed("truncated header");
+    return Malformed(count == 0 ? "no samples" : "too many samples");
+  }
   const std::size_t base = out.size();
   out.resize(base + n);
-  std::span<Sample> values(out.data() + base, n);
-  Status status = DecodeTimes(in, pos, n, values.data());
-  if (status.ok()) {
-    switch (static_cast<ValueEncoding>(encoding)) {
-      case ValueEncoding::kConst: {
-        std::uint64_t bits = 0;
-        if (!GetFixed64(in, pos, bits)) {
-          status = Malformed("truncated const value");
-          break;
-        }
-        for (Sample& s : values) s.v = std::bit_cast<double>(bits);
-        break;
-      }
-      case ValueEncoding::kDecimal:
-        status = DecodeDecimal(in, pos, n, values);
-        break;
-      case ValueEncoding::kXor:
-        status = DecodeXorValues(in, pos, values);
-        break;
-      default:
-        status = Malformed("unknown value encoding");
-    }
-  }
+  Status status = DecodeChunkTo(in, std::span<Sample>(out.data() + base, n));
   if (!status.ok()) out.resize(base);
   return status;
 }

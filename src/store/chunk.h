@@ -33,6 +33,15 @@ ValueEncoding EncodeChunk(std::span<const Sample> samples, std::string& out);
 // miniblock"); `out` is then as it was. Never reads outside `in`.
 Status DecodeChunk(std::string_view in, std::vector<Sample>& out);
 
+// The sample count a chunk declares (its first varint); 0 when unreadable
+// or above the format's limit (2^20).
+std::size_t ChunkSampleCount(std::string_view in);
+
+// Decodes a chunk into exactly ChunkSampleCount(in) samples at `out`
+// (REQUIRES: out.size() equals it), without allocating. Errors as
+// DecodeChunk; `out` then holds garbage.
+Status DecodeChunkTo(std::string_view in, std::span<Sample> out);
+
 // Decodes only the samples with mint <= t <= maxt.
 Status DecodeChunkRange(std::string_view in, std::int64_t mint, std::int64_t maxt,
                         std::vector<Sample>& out);

@@ -142,6 +142,7 @@ class Store::Impl {
   Symbols symbols_;
   std::unordered_map<SeriesRef, std::unique_ptr<HeadSeries>> series_;
   SeriesRef next_ref_ = 1;
+  std::atomic<SeriesRef> published_next_ref_{1};  // next_ref_, for lock-free readers
   std::unordered_map<std::uint64_t, std::vector<SeriesRef>> by_hash_;
   Postings postings_;
   std::vector<std::uint64_t> live_refs_;
@@ -414,6 +415,7 @@ Store::Impl::~Impl() {
 HeadSeries& Store::Impl::Create(SeriesRef ref, const Labels& labels) {
   if (HeadSeries* existing = Find(ref); existing != nullptr) return *existing;
   next_ref_ = std::max(next_ref_, ref + 1);
+  published_next_ref_.store(next_ref_, std::memory_order_release);
   auto s = std::make_unique<HeadSeries>();
   s->ref = ref;
   s->labels = InternLabels(symbols_, labels);
@@ -478,8 +480,9 @@ Result<SeriesRef> Store::Impl::GetOrCreate(const Labels& labels) {
 }
 
 bool Store::Impl::Exists(SeriesRef ref) const {
-  auto lock = ReadLock();
-  return series_.contains(ref);
+  // Lock-free: refs are handed out in order and never reused. A series
+  // dropped since is caught at Commit.
+  return ref != 0 && ref < published_next_ref_.load(std::memory_order_acquire);
 }
 
 void Store::Impl::AppendToHead(HeadSeries& s, std::int64_t t, std::uint64_t bits) {
@@ -985,27 +988,32 @@ Result<std::vector<Labels>> Store::SeriesIn(const std::vector<Matcher>& matchers
 
 Status QueryResult::ForEach(const SeriesData& s,
                             const std::function<void(std::span<const Sample>)>& fn) const {
+  // Grown, never shrunk: decoding into it costs no allocation or zeroing.
   thread_local std::vector<Sample> scratch;
   std::int64_t last = std::numeric_limits<std::int64_t>::min();
-  auto emit = [&]() {
-    auto lo = std::lower_bound(scratch.begin(), scratch.end(), std::max(mint, last + 1),
-                               [](const Sample& a, std::int64_t t) { return a.t < t; });
-    auto hi = std::upper_bound(lo, scratch.end(), maxt,
-                               [](std::int64_t t, const Sample& a) { return t < a.t; });
+  auto emit = [&](const Sample* begin, const Sample* end) {
+    const Sample* lo = std::lower_bound(begin, end, std::max(mint, last + 1),
+                                        [](const Sample& a, std::int64_t t) { return a.t < t; });
+    const Sample* hi =
+        std::upper_bound(lo, end, maxt, [](std::int64_t t, const Sample& a) { return t < a.t; });
     if (lo == hi) return;
-    fn(std::span<const Sample>(&*lo, static_cast<std::size_t>(hi - lo)));
+    fn(std::span<const Sample>(lo, static_cast<std::size_t>(hi - lo)));
     last = (hi - 1)->t;
   };
   for (const ChunkView& c : s.chunks) {
     if (c.maxt <= last) continue;
-    scratch.clear();
-    if (Status st = DecodeChunk(c.bytes, scratch); !st.ok()) return st;
-    emit();
+    const std::size_t n = ChunkSampleCount(c.bytes);
+    if (n == 0) return Status(StatusCode::kParseError, "chunk: bad sample count");
+    if (scratch.size() < n) scratch.resize(n);
+    if (Status st = DecodeChunkTo(c.bytes, std::span<Sample>(scratch.data(), n)); !st.ok()) {
+      return st;
+    }
+    emit(scratch.data(), scratch.data() + n);
   }
   if (s.open_samples > 0) {
     scratch.clear();
     OpenChunk::DecodeStream(s.open_stream, s.open_samples, scratch);
-    emit();
+    emit(scratch.data(), scratch.data() + scratch.size());
   }
   return Status::Ok();
 }

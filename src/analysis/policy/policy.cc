@@ -290,15 +290,9 @@ Result<Policy> ParsePolicy(std::string_view yaml_text, std::string_view file_nam
 }
 
 Result<Policy> LoadPolicy(const std::string& path) {
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
-                 path + ": " + ErrnoMessage(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParsePolicy(text.str(), path);
+  auto text = config::ReadConfigFile(path);
+  if (!text) return Error(text.error());
+  return ParsePolicy(*text, path);
 }
 
 std::string_view DefaultPolicyText() { return kDefaultPolicyYaml; }

@@ -1,0 +1,292 @@
+#include "daemon/daemon.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "core/time_format.h"
+#include "daemon/query_api.h"
+#include "net/http_server.h"
+#include "remote/receiver.h"
+#include "scrape/scrape_manager.h"
+#include "store/meta_db.h"
+#include "store/store.h"
+
+namespace gpucanary::daemon {
+namespace {
+
+void AppendMetric(std::string& out, std::string_view name, std::string_view type,
+                  std::string_view help, double value) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  out += name;
+  out += ' ';
+  AppendPromValue(out, value);
+  out += '\n';
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  out += '"';
+}
+
+}  // namespace
+
+class Daemon::Impl {
+ public:
+  Impl(const ServeConfig& config, Clock& clock, DaemonOptions options)
+      : config_(config), clock_(clock), options_(std::move(options)) {}
+  ~Impl() { Stop(); }
+
+  Status Start();
+  void Stop();
+  std::uint16_t port() const { return port_; }
+
+ private:
+  void Log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+  void Handle(const net::HttpRequest& request, net::HttpResponse& response);
+  std::string Metrics() const;
+  std::string TargetsJson() const;
+  void RetentionLoop();
+
+  ServeConfig config_;
+  Clock& clock_;
+  DaemonOptions options_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::MetaDb> meta_;
+  std::unique_ptr<QueryApi> query_;
+  std::unique_ptr<remote::Receiver> receiver_;
+  std::unique_ptr<scrape::ScrapeManager> scraper_;
+  std::unique_ptr<net::HttpServer> http_;
+  std::uint16_t port_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread retention_;
+};
+
+Status Daemon::Impl::Start() {
+  store::StoreOptions so;
+  so.retention_ms = config_.retention_ms;
+  so.retention_bytes = config_.retention_bytes;
+  so.log = options_.log;
+  auto store = store::Store::Open(config_.data_dir, so);
+  if (!store) return store.error();
+  store_ = std::move(*store);
+  auto meta = store::MetaDb::Open(std::filesystem::path(config_.data_dir) / "meta.sqlite");
+  if (!meta) return meta.error();
+  meta_ = std::move(*meta);
+
+  query_ = std::make_unique<QueryApi>(*store_, clock_);
+  remote::ReceiverOptions ro;
+  ro.limits.max_compressed_bytes = config_.max_body_bytes;
+  ro.limits.max_decompressed_bytes = config_.max_body_bytes * 4;
+  receiver_ = std::make_unique<remote::Receiver>(*store_, ro);
+
+  scraper_ =
+      std::make_unique<scrape::ScrapeManager>(*store_, clock_, scrape::ScrapeManager::Options{});
+  if (Status s = scraper_->ApplyConfig(config_.scrape); !s.ok()) {
+    // Sources that failed keep being retried; say so and go on.
+    Log("serve: scrape discovery: " + s.message());
+  }
+
+  net::HttpServer::Options ho;
+  ho.threads = options_.http_threads;
+  ho.max_body_bytes = config_.max_body_bytes;
+  http_ = std::make_unique<net::HttpServer>(ho);
+  auto port = http_->Listen(
+      config_.listen_host, config_.listen_port,
+      [this](const net::HttpRequest& req, net::HttpResponse& resp) { Handle(req, resp); });
+  if (!port) return port.error();
+  port_ = *port;
+  if (Status s = http_->Start(); !s.ok()) return s;
+  if (Status s = scraper_->Start(); !s.ok()) return s;
+  retention_ = std::thread([this] { RetentionLoop(); });
+  return Status::Ok();
+}
+
+void Daemon::Impl::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (retention_.joinable()) retention_.join();
+  if (http_) http_->Stop();
+  if (scraper_) scraper_->Stop();
+  http_.reset();
+  scraper_.reset();
+  receiver_.reset();
+  query_.reset();
+  meta_.reset();
+  store_.reset();  // syncs the WAL
+}
+
+void Daemon::Impl::RetentionLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(options_.retention_interval_ms));
+    if (stopping_) break;
+    lock.unlock();
+    if (Status s = store_->ApplyRetention(clock_.NowMs()); !s.ok()) {
+      Log("serve: retention: " + s.message());
+    }
+    lock.lock();
+  }
+}
+
+void Daemon::Impl::Handle(const net::HttpRequest& request, net::HttpResponse& response) {
+  if (query_->Handle(request, response)) return;
+  const std::string& path = request.path;
+  if (path == "/api/v1/write") {
+    if (!config_.remote_write) {
+      response.status = 404;
+      response.content_type = "text/plain";
+      response.body = "remote_write receiver disabled (remote_write.enabled: false)\n";
+      return;
+    }
+    response = receiver_->Handle(request);
+    return;
+  }
+  if (request.method != "GET" && request.method != "HEAD") {
+    response.status = 405;
+    response.headers.emplace_back("Allow", "GET, HEAD");
+    response.content_type = "text/plain";
+    response.body = "method not allowed\n";
+    return;
+  }
+  if (path == "/-/ready" || path == "/-/healthy") {
+    response.content_type = "text/plain";
+    response.body = "gpucanary is ready.\n";
+  } else if (path == "/metrics") {
+    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    response.body = Metrics();
+  } else if (path == "/api/v1/targets") {
+    response.content_type = "application/json";
+    response.body = TargetsJson();
+  } else {
+    response.status = 404;
+    response.content_type = "text/plain";
+    response.body = "not found: " + path + "\n";
+  }
+}
+
+std::string Daemon::Impl::Metrics() const {
+  std::string out;
+  const store::StoreStats st = store_->stats();
+  AppendMetric(out, "gpucanary_store_head_series", "gauge", "Series in memory.",
+               static_cast<double>(st.head_series));
+  AppendMetric(out, "gpucanary_store_samples_appended_total", "counter",
+               "Samples committed since start.", static_cast<double>(st.samples_appended));
+  AppendMetric(out, "gpucanary_store_samples_rejected_total", "counter",
+               "Samples refused (out of order, duplicate, unknown series).",
+               static_cast<double>(st.samples_rejected));
+  AppendMetric(out, "gpucanary_store_chunk_bytes_total", "counter",
+               "Encoded bytes of chunks sealed since start.", static_cast<double>(st.chunk_bytes));
+  AppendMetric(out, "gpucanary_store_chunk_samples_total", "counter",
+               "Samples in chunks sealed since start.", static_cast<double>(st.chunk_samples));
+  AppendMetric(out, "gpucanary_store_segment_bytes", "gauge", "Chunk segment bytes on disk.",
+               static_cast<double>(st.segment_bytes));
+  AppendMetric(out, "gpucanary_store_wal_bytes", "gauge", "WAL and checkpoint bytes on disk.",
+               static_cast<double>(st.wal_bytes));
+  const scrape::ScrapeManager::Stats sc = scraper_->stats();
+  AppendMetric(out, "gpucanary_scrape_targets", "gauge", "Scrape targets.",
+               static_cast<double>(sc.targets));
+  AppendMetric(out, "gpucanary_scrapes_total", "counter", "Scrapes finished.",
+               static_cast<double>(sc.scrapes));
+  AppendMetric(out, "gpucanary_scrape_failures_total", "counter", "Scrapes that failed (up=0).",
+               static_cast<double>(sc.failures));
+  AppendMetric(out, "gpucanary_scrape_samples_total", "counter", "Samples scraped.",
+               static_cast<double>(sc.samples));
+  AppendMetric(out, "gpucanary_scrape_skipped_slots_total", "counter",
+               "Scrape slots missed because the previous scrape still ran.",
+               static_cast<double>(sc.skipped_slots));
+  const remote::ReceiverStats rw = receiver_->stats();
+  AppendMetric(out, "gpucanary_remote_write_requests_total", "counter",
+               "remote_write requests handled.", static_cast<double>(rw.requests));
+  AppendMetric(out, "gpucanary_remote_write_samples_appended_total", "counter",
+               "remote_write samples committed.", static_cast<double>(rw.samples_appended));
+  out += "# HELP gpucanary_remote_write_errors_total remote_write problems by reason.\n";
+  out += "# TYPE gpucanary_remote_write_errors_total counter\n";
+  for (std::size_t i = 0; i < rw.errors.size(); ++i) {
+    out += "gpucanary_remote_write_errors_total{reason=\"";
+    out += remote::WriteErrorName(static_cast<remote::WriteError>(i));
+    out += "\"} " + std::to_string(rw.errors[i]) + "\n";
+  }
+  return out;
+}
+
+std::string Daemon::Impl::TargetsJson() const {
+  std::string out = R"({"status":"success","data":{"activeTargets":[)";
+  bool first = true;
+  for (const scrape::TargetStatus& t : scraper_->Targets()) {
+    if (!first) out += ',';
+    first = false;
+    out += R"({"labels":{)";
+    for (std::size_t i = 0; i < t.labels.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendJsonString(out, t.labels[i].name);
+      out += ':';
+      AppendJsonString(out, t.labels[i].value);
+    }
+    out += R"(},"scrapePool":)";
+    AppendJsonString(out, t.job);
+    out += R"(,"scrapeUrl":)";
+    AppendJsonString(out, t.url);
+    out += R"(,"lastError":)";
+    AppendJsonString(out, t.last_error);
+    out += R"(,"lastScrape":)";
+    AppendJsonString(out, t.last_scrape_ms > 0 ? FormatUtcMillis(t.last_scrape_ms) : "");
+    out += R"(,"lastScrapeDuration":)";
+    AppendPromValue(out, t.last_duration_s);
+    out += R"(,"health":)";
+    AppendJsonString(out, scrape::TargetHealthName(t.health));
+    out += R"(,"scrapeInterval":)";
+    AppendJsonString(out, t.interval_ms % 1000 == 0 ? std::to_string(t.interval_ms / 1000) + "s"
+                                                    : std::to_string(t.interval_ms) + "ms");
+    out += R"(,"fast":)";
+    out += t.fast ? "true" : "false";
+    out += '}';
+  }
+  out += R"(],"droppedTargets":[]}})";
+  return out;
+}
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Daemon::~Daemon() = default;
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(const ServeConfig& config, Clock& clock,
+                                              DaemonOptions options) {
+  auto impl = std::make_unique<Impl>(config, clock, std::move(options));
+  if (Status s = impl->Start(); !s.ok()) return Error(s);
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+std::uint16_t Daemon::port() const { return impl_->port(); }
+void Daemon::Stop() { impl_->Stop(); }
+
+}  // namespace gpucanary::daemon

@@ -1,0 +1,66 @@
+#pragma once
+// Reading the store over HTTP with Prometheus's query API (docs/http-api.md),
+// so the tools that read Prometheus (Grafana, promtool, gpucanary's own
+// PromQL client) read gpucanary's 1 s data unchanged. The query language is
+// PromQL's vector selector, optionally with a range: `metric{a="b"}` (the
+// latest sample within 5 minutes) or `metric{a="b"}[10m]` (raw samples);
+// functions and operators are refused with bad_data.
+//
+//   GET|POST /api/v1/query        query, time
+//   GET|POST /api/v1/query_range  query, start, end, step (at most 11,000 points)
+//   GET|POST /api/v1/series       match[] (repeated), start, end
+//   GET      /api/v1/labels       start, end
+//   GET      /api/v1/label/<name>/values
+//
+// Answers follow Prometheus 2.42 byte for byte where it matters to clients:
+// the status envelope, errorType (bad_data 400, execution 422, internal 500),
+// times as JSON numbers in seconds with milliseconds, values as strings
+// ("NaN", "+Inf", never an exponent), series sorted by labels, staleness
+// markers never returned.
+//
+// Thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "net/http_message.h"
+#include "store/store.h"
+
+namespace gpucanary::daemon {
+
+struct QueryApiOptions {
+  std::int64_t lookback_ms = 5LL * 60 * 1000;  // Prometheus's --query.lookback-delta
+  std::int64_t max_points = 11000;             // per series, query_range
+  std::uint64_t max_samples = 50'000'000;      // per query (--query.max-samples)
+};
+
+class QueryApi {
+ public:
+  QueryApi(const store::Store& store, const Clock& clock, QueryApiOptions options = {});
+
+  // Answers one of the endpoints above; false (response untouched) when the
+  // path is not one of them.
+  bool Handle(const net::HttpRequest& request, net::HttpResponse& response) const;
+
+ private:
+  const store::Store& store_;
+  const Clock& clock_;
+  QueryApiOptions options_;
+};
+
+// A time parameter: Unix seconds (fractions allowed) or RFC 3339. Returns
+// milliseconds; nullopt if malformed.
+std::optional<std::int64_t> ParseApiTime(std::string_view text);
+
+// Appends a sample value as Prometheus prints it (Go's FormatFloat 'f', -1):
+// shortest round trip, never an exponent; "NaN", "+Inf", "-Inf".
+void AppendPromValue(std::string& out, double v);
+
+// Appends a timestamp as a JSON number of seconds: "1764680000" or
+// "1764680000.500".
+void AppendPromTime(std::string& out, std::int64_t t_ms);
+
+}  // namespace gpucanary::daemon

@@ -1,0 +1,49 @@
+#pragma once
+// The configuration of `gpucanary serve` (docs/configuration.md): one YAML
+// file with the listener, the data directory and its retention, the
+// remote_write receiver, and Prometheus's own `global` and `scrape_configs`
+// sections for scraping.
+//
+//   listen: 127.0.0.1:9464
+//   storage:
+//     path: data               # relative to this file's folder
+//     retention: 15d
+//     retention_size: 50GB     # 0: no limit
+//   remote_write:
+//     enabled: true
+//     max_body: 32MiB
+//   global: {scrape_interval: 15s, fast_interval: 1s}
+//   scrape_configs: [...]
+//
+// Errors name the file, line, column and field:
+// "serve.yaml:4:14: storage.retention: bad duration '15 days'".
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "scrape/config.h"
+
+namespace gpucanary::daemon {
+
+struct ServeConfig {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 9464;
+  std::string data_dir = "data";
+  std::int64_t retention_ms = 15LL * 24 * 3600 * 1000;
+  std::uint64_t retention_bytes = 0;
+  bool remote_write = true;
+  std::size_t max_body_bytes = std::size_t{32} << 20;
+  scrape::ScrapeConfig scrape;
+};
+
+Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_view file_name);
+// Errors: kNotFound / kIoError for the file, kParseError as above.
+Result<ServeConfig> LoadServeConfig(const std::string& path);
+
+// "50GB", "32MiB", "1024" (bytes): B KB MB GB TB (powers of 1000) and KiB
+// MiB GiB TiB (of 1024). False if malformed.
+bool ParseByteSize(std::string_view text, std::uint64_t* bytes);
+
+}  // namespace gpucanary::daemon

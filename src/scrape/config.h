@@ -1,0 +1,129 @@
+#pragma once
+// The scrape section of gpucanary's configuration, in Prometheus's own shapes
+// (prometheus.io/docs/prometheus/latest/configuration/configuration/), so a
+// site can paste its scrape_configs:
+//
+//   global:
+//     scrape_interval: 15s      # default 15s
+//     scrape_timeout: 10s       # default 10s
+//     fast_interval: 1s         # ours: the interval of targets in a running canary
+//   scrape_configs:
+//     - job_name: dcgm
+//       scrape_interval: 15s    # default: global
+//       scrape_timeout: 5s      # default: global, capped at the interval
+//       metrics_path: /metrics
+//       honor_labels: false
+//       honor_timestamps: true
+//       static_configs: [{targets: ['10.0.0.1:9400'], labels: {site: a}}]
+//       file_sd_configs: [{files: ['targets/*.json'], refresh_interval: 5m}]
+//       prometheus_sd_configs: [{url: 'http://prom:9090', job: dcgm, refresh_interval: 30s}]
+//
+// prometheus_sd_configs is our extension: targets read from an existing
+// Prometheus's /api/v1/targets. Unknown keys are errors (Prometheus's
+// relabel_configs, tls_config, ... are not supported and are reported, not
+// ignored). Every error is a kParseError "FILE:LINE:COL: field.path: what".
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace YAML {
+class Node;
+}  // namespace YAML
+
+namespace gpucanary::config {
+class Reporter;
+}  // namespace gpucanary::config
+
+namespace gpucanary::scrape {
+
+// Label name/value pairs in file order, as written in a config or target file.
+using LabelPairs = std::vector<std::pair<std::string, std::string>>;
+
+struct StaticConfig {
+  std::vector<std::string> targets;  // "host:port"
+  LabelPairs labels;
+
+  friend bool operator==(const StaticConfig&, const StaticConfig&) = default;
+};
+
+struct FileSdConfig {
+  // Paths or globs (a pattern only in the last path element, as Prometheus
+  // allows), made absolute against the config file's folder.
+  std::vector<std::string> files;
+  std::int64_t refresh_interval_ms = 300'000;  // 5m
+  std::string where;  // "FILE:LINE:COL" of this entry, for messages (not compared)
+
+  friend bool operator==(const FileSdConfig& a, const FileSdConfig& b) {
+    return a.files == b.files && a.refresh_interval_ms == b.refresh_interval_ms;
+  }
+};
+
+struct PrometheusSdConfig {
+  std::string url;  // http://host:port[/prefix] of the Prometheus to ask
+  std::string job;  // keep only active targets whose labels.job is this; "" keeps all
+  std::int64_t refresh_interval_ms = 30'000;
+  std::string where;  // not compared
+
+  friend bool operator==(const PrometheusSdConfig& a, const PrometheusSdConfig& b) {
+    return a.url == b.url && a.job == b.job && a.refresh_interval_ms == b.refresh_interval_ms;
+  }
+};
+
+struct JobConfig {
+  std::string job_name;
+  std::int64_t scrape_interval_ms = 0;
+  std::int64_t scrape_timeout_ms = 0;
+  std::string metrics_path = "/metrics";
+  bool honor_labels = false;
+  bool honor_timestamps = true;
+  std::vector<StaticConfig> static_configs;
+  std::vector<FileSdConfig> file_sd_configs;
+  std::vector<PrometheusSdConfig> prometheus_sd_configs;
+
+  friend bool operator==(const JobConfig&, const JobConfig&) = default;
+};
+
+struct GlobalConfig {
+  std::int64_t scrape_interval_ms = 15'000;
+  std::int64_t scrape_timeout_ms = 10'000;
+  std::int64_t fast_interval_ms = 1000;
+};
+
+struct ScrapeConfig {
+  GlobalConfig global;
+  std::vector<JobConfig> jobs;
+};
+
+// Parses a whole file whose top level holds `global` and `scrape_configs`
+// (nothing else). `file_name` names the file in errors; relative file_sd paths
+// are resolved against its folder. Errors: kParseError as above.
+Result<ScrapeConfig> ParseScrapeConfig(std::string_view yaml_text, std::string_view file_name);
+// Reads and parses `path`. Errors: kNotFound / kIoError for the file, else as above.
+Result<ScrapeConfig> LoadScrapeConfig(const std::string& path);
+
+// For a larger config file (the daemon's) that embeds the two sections:
+// either node may be null (absent). `base_dir` resolves relative file_sd
+// paths. May throw nothing; yaml-cpp errors are returned as kParseError.
+Result<ScrapeConfig> ReadScrapeSections(const config::Reporter& r, const YAML::Node* global,
+                                        const YAML::Node* scrape_configs,
+                                        const std::string& base_dir);
+
+// Prometheus's duration grammar (model.ParseDuration):
+// [0-9]+(y|w|d|h|m|s|ms), units in that order, each at most once: "1m30s",
+// "500ms", "0". False for anything else (including "1.5s").
+bool ParsePrometheusDuration(std::string_view text, std::int64_t* ms);
+
+// [a-zA-Z_][a-zA-Z0-9_]*, the label name grammar.
+bool IsValidLabelName(std::string_view name);
+
+// A target address as Prometheus takes it: "host:port", "[v6]:port", or a
+// bare host, which gets ":80" as Prometheus adds for http. No scheme, path,
+// spaces or user info. Errors: kInvalidArgument saying why.
+Result<std::string> NormalizeAddress(std::string_view address);
+
+}  // namespace gpucanary::scrape

@@ -1,0 +1,197 @@
+#include "scrape/config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gpucanary::scrape {
+namespace {
+
+constexpr std::string_view kFull = R"(global:
+  scrape_interval: 30s
+  scrape_timeout: 5s
+  fast_interval: 500ms
+scrape_configs:
+  - job_name: dcgm
+    scrape_interval: 15s
+    metrics_path: /metrics
+    honor_labels: true
+    honor_timestamps: false
+    scheme: http
+    static_configs:
+      - targets: ['10.0.0.1:9400', 'node-2:9400', '[::1]:9400', 'bare-host']
+        labels: {site: a, rack: "r1"}
+    file_sd_configs:
+      - files: ['targets/*.json', '/etc/gpucanary/vllm.yaml']
+        refresh_interval: 1m
+    prometheus_sd_configs:
+      - {url: 'http://prom:9090/', job: dcgm, refresh_interval: 10s}
+  - job_name: vllm
+    scrape_interval: 2s
+)";
+
+TEST(ScrapeConfigTest, ReadsEveryFieldInPrometheusShapes) {
+  Result<ScrapeConfig> c = ParseScrapeConfig(kFull, "/srv/gpucanary/scrape.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->global.scrape_interval_ms, 30000);
+  EXPECT_EQ(c->global.scrape_timeout_ms, 5000);
+  EXPECT_EQ(c->global.fast_interval_ms, 500);
+  ASSERT_EQ(c->jobs.size(), 2U);
+  const JobConfig& dcgm = c->jobs[0];
+  EXPECT_EQ(dcgm.job_name, "dcgm");
+  EXPECT_EQ(dcgm.scrape_interval_ms, 15000);
+  EXPECT_EQ(dcgm.scrape_timeout_ms, 5000);
+  EXPECT_TRUE(dcgm.honor_labels);
+  EXPECT_FALSE(dcgm.honor_timestamps);
+  ASSERT_EQ(dcgm.static_configs.size(), 1U);
+  EXPECT_EQ(
+      dcgm.static_configs[0].targets,
+      (std::vector<std::string>{"10.0.0.1:9400", "node-2:9400", "[::1]:9400", "bare-host:80"}));
+  EXPECT_EQ(dcgm.static_configs[0].labels, (LabelPairs{{"site", "a"}, {"rack", "r1"}}));
+  ASSERT_EQ(dcgm.file_sd_configs.size(), 1U);
+  EXPECT_EQ(
+      dcgm.file_sd_configs[0].files,
+      (std::vector<std::string>{"/srv/gpucanary/targets/*.json", "/etc/gpucanary/vllm.yaml"}));
+  EXPECT_EQ(dcgm.file_sd_configs[0].refresh_interval_ms, 60000);
+  EXPECT_EQ(dcgm.file_sd_configs[0].where, "/srv/gpucanary/scrape.yaml:16:9");
+  ASSERT_EQ(dcgm.prometheus_sd_configs.size(), 1U);
+  EXPECT_EQ(dcgm.prometheus_sd_configs[0].url, "http://prom:9090");
+  EXPECT_EQ(dcgm.prometheus_sd_configs[0].job, "dcgm");
+  EXPECT_EQ(dcgm.prometheus_sd_configs[0].refresh_interval_ms, 10000);
+  // Unset timeout: the global one, capped at the job's interval.
+  EXPECT_EQ(c->jobs[1].scrape_interval_ms, 2000);
+  EXPECT_EQ(c->jobs[1].scrape_timeout_ms, 2000);
+  EXPECT_EQ(c->jobs[1].metrics_path, "/metrics");
+  EXPECT_FALSE(c->jobs[1].honor_labels);
+  EXPECT_TRUE(c->jobs[1].honor_timestamps);
+}
+
+TEST(ScrapeConfigTest, DefaultsFollowPrometheus) {
+  Result<ScrapeConfig> c = ParseScrapeConfig("scrape_configs:\n  - job_name: a\n", "s.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->global.scrape_interval_ms, 15000);
+  EXPECT_EQ(c->global.scrape_timeout_ms, 10000);
+  EXPECT_EQ(c->global.fast_interval_ms, 1000);
+  EXPECT_EQ(c->jobs[0].scrape_interval_ms, 15000);
+  EXPECT_EQ(c->jobs[0].scrape_timeout_ms, 10000);
+  EXPECT_EQ(c->jobs[0].file_sd_configs.size(), 0U);
+  Result<ScrapeConfig> empty = ParseScrapeConfig("", "s.yaml");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_TRUE(empty->jobs.empty());
+}
+
+TEST(ScrapeConfigTest, RelativeFileSdPathsAreRelativeToTheConfigFile) {
+  Result<ScrapeConfig> c = ParseScrapeConfig(
+      "scrape_configs:\n  - job_name: a\n    file_sd_configs: [{files: ['t/a.yml']}]\n",
+      "conf/s.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->jobs[0].file_sd_configs[0].files[0], "conf/t/a.yml");
+  EXPECT_EQ(c->jobs[0].file_sd_configs[0].refresh_interval_ms, 300000);
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* error;  // the whole message
+};
+
+class ScrapeConfigErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ScrapeConfigErrorTest, NamesFileLineColumnAndField) {
+  Result<ScrapeConfig> c = ParseScrapeConfig(GetParam().yaml, "s.yaml");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().code(), StatusCode::kParseError);
+  EXPECT_EQ(c.error().message(), GetParam().error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ScrapeConfigErrorTest,
+    ::testing::Values(
+        BadCase{"global: {scrape_interval: 15s\n", "s.yaml:2:1: syntax: end of map flow not found"},
+        BadCase{"rule_files: []\n",
+                "s.yaml:1:1: config.rule_files: unknown field (expected one of global, "
+                "scrape_configs)"},
+        BadCase{"global:\n  scrape_interval: 1.5s\n",
+                "s.yaml:2:20: global.scrape_interval: bad duration '1.5s' (expected e.g. 15s, "
+                "1m30s, 500ms)"},
+        BadCase{"global:\n  scrape_interval: 0s\n",
+                "s.yaml:2:20: global.scrape_interval: must be greater than 0"},
+        BadCase{"global:\n  scrape_interval: 5s\n  scrape_timeout: 10s\n",
+                "s.yaml:3:19: global.scrape_timeout: greater than scrape_interval (5s)"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    scrape_interval: 5s\n"
+                "    scrape_timeout: 6s\n",
+                "s.yaml:4:21: scrape_configs[0].scrape_timeout: greater than scrape_interval "
+                "(5s)"},
+        BadCase{"scrape_configs:\n  - scrape_interval: 5s\n",
+                "s.yaml:2:5: scrape_configs[0].job_name: missing"},
+        BadCase{"scrape_configs:\n  - job_name: a\n  - job_name: a\n",
+                "s.yaml:3:15: scrape_configs[1].job_name: duplicate job name 'a'"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs: []\n",
+                "s.yaml:3:5: scrape_configs[0].relabel_configs: unknown field (expected one of "
+                "job_name, scrape_interval, scrape_timeout, metrics_path, honor_labels, "
+                "honor_timestamps, scheme, static_configs, file_sd_configs, "
+                "prometheus_sd_configs)"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    scheme: https\n",
+                "s.yaml:3:13: scrape_configs[0].scheme: only http is supported"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    metrics_path: metrics\n",
+                "s.yaml:3:19: scrape_configs[0].metrics_path: must be a path starting with '/'"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    honor_labels: maybe\n",
+                "s.yaml:3:19: scrape_configs[0].honor_labels: expected true or false"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    static_configs:\n"
+                "      - targets: ['h:1', 'http://h:2']\n",
+                "s.yaml:4:26: scrape_configs[0].static_configs[0].targets[1]: bad target address "
+                "'http://h:2': no scheme allowed (host:port)"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    static_configs:\n"
+                "      - targets: ['h:99999']\n",
+                "s.yaml:4:19: scrape_configs[0].static_configs[0].targets[0]: bad target address "
+                "'h:99999': expected host:port"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    static_configs:\n"
+                "      - targets: ['h:1']\n        labels: {0bad: x}\n",
+                "s.yaml:5:18: scrape_configs[0].static_configs[0].labels.0bad: invalid label "
+                "name"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    file_sd_configs:\n"
+                "      - files: ['a/*/b.json']\n",
+                "s.yaml:4:17: scrape_configs[0].file_sd_configs[0].files[0]: not a valid file_sd "
+                "path: one '*' at most, in the file name only, and a .json, .yml or .yaml "
+                "extension"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    file_sd_configs:\n      - {}\n",
+                "s.yaml:4:9: scrape_configs[0].file_sd_configs[0].files: missing"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    prometheus_sd_configs:\n"
+                "      - url: 'https://prom:9090'\n",
+                "s.yaml:4:14: scrape_configs[0].prometheus_sd_configs[0].url: bad URL "
+                "'https://prom:9090': only http:// is supported"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    prometheus_sd_configs:\n"
+                "      - job: dcgm\n",
+                "s.yaml:4:9: scrape_configs[0].prometheus_sd_configs[0].url: missing"},
+        BadCase{"scrape_configs: {job_name: a}\n",
+                "s.yaml:1:17: scrape_configs: expected a list"}));
+
+TEST(PrometheusDurationTest, AcceptsPrometheusGrammarOnly) {
+  struct Case {
+    const char* text;
+    std::int64_t ms;
+  };
+  for (const Case& c : {Case{"0", 0}, Case{"1s", 1000}, Case{"500ms", 500}, Case{"1m30s", 90000},
+                        Case{"2h", 7200000}, Case{"1d", 86400000}, Case{"1w", 604800000},
+                        Case{"1h0m5s10ms", 3605010}}) {
+    std::int64_t ms = -1;
+    EXPECT_TRUE(ParsePrometheusDuration(c.text, &ms)) << c.text;
+    EXPECT_EQ(ms, c.ms) << c.text;
+  }
+  for (const char* bad : {"", "1", "1.5s", "s", "1s1m", "1x", "-1s", "1s1s", "1 s"}) {
+    std::int64_t ms = 0;
+    EXPECT_FALSE(ParsePrometheusDuration(bad, &ms)) << bad;
+  }
+}
+
+TEST(NormalizeAddressTest, AddsPort80AndRejectsUrls) {
+  EXPECT_EQ(NormalizeAddress("h:9400").value(), "h:9400");
+  EXPECT_EQ(NormalizeAddress("h").value(), "h:80");
+  EXPECT_EQ(NormalizeAddress("[::1]").value(), "[::1]:80");
+  EXPECT_EQ(NormalizeAddress("[::1]:9").value(), "[::1]:9");
+  for (const char* bad : {"", "h:9400/metrics", "::1", "h:0", "h:x", "a b:1", "u@h:1"}) {
+    EXPECT_FALSE(NormalizeAddress(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gpucanary::scrape

@@ -1,0 +1,215 @@
+#include "scrape/discovery.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "scrape/file_sd.h"
+#include "scrape/prometheus_sd.h"
+
+namespace gpucanary::scrape {
+
+struct Discovery::Job {
+  struct File {
+    std::unique_ptr<FileSd> sd;
+    std::int64_t due_ms = 0;
+    std::int64_t last_ms = 0;
+  };
+  struct Prometheus {
+    PrometheusSdConfig config;
+    std::vector<TargetGroup> groups;  // the last good answer
+    std::vector<Status> errors;       // of the last refresh
+    std::int64_t due_ms = 0;
+    std::int64_t last_ms = 0;
+  };
+
+  JobConfig config;
+  std::vector<TargetGroup> static_groups;
+  std::vector<File> files;
+  std::vector<Prometheus> prometheus;
+};
+
+namespace {
+
+std::size_t CountTargets(const std::vector<TargetGroup>& groups) {
+  std::size_t n = 0;
+  for (const TargetGroup& g : groups) n += g.targets.size();
+  return n;
+}
+
+std::string JoinPatterns(const std::vector<std::string>& files) {
+  std::string out;
+  for (const std::string& f : files) {
+    if (!out.empty()) out += ", ";
+    out += f;
+  }
+  return out;
+}
+
+std::string JoinErrors(const std::vector<Status>& errors) {
+  std::string out;
+  for (const Status& e : errors) {
+    if (!out.empty()) out += "\n";
+    out += e.message();
+  }
+  return out;
+}
+
+}  // namespace
+
+Discovery::Discovery(const ScrapeConfig& config, Clock& clock, Update on_update, Options options)
+    : clock_(clock), on_update_(std::move(on_update)), options_(std::move(options)) {
+  for (const JobConfig& jc : config.jobs) {
+    auto job = std::make_unique<Job>();
+    job->config = jc;
+    for (std::size_t i = 0; i < jc.static_configs.size(); ++i) {
+      TargetGroup g;
+      g.targets = jc.static_configs[i].targets;
+      g.labels = jc.static_configs[i].labels;
+      g.source = jc.job_name + " static_configs[" + std::to_string(i) + "]";
+      job->static_groups.push_back(std::move(g));
+    }
+    for (const FileSdConfig& f : jc.file_sd_configs) {
+      job->files.push_back({std::make_unique<FileSd>(f), 0, 0});
+    }
+    for (const PrometheusSdConfig& p : jc.prometheus_sd_configs) {
+      job->prometheus.push_back({p, {}, {}, 0, 0});
+    }
+    jobs_.push_back(std::move(job));
+  }
+}
+
+Discovery::~Discovery() { Stop(); }
+
+std::vector<Status> Discovery::Refresh(bool force) {
+  std::lock_guard refresh_lock(refresh_mu_);
+  const bool first = !refreshed_once_;
+  refreshed_once_ = true;
+  std::vector<Status> all_errors;
+  std::vector<SourceStatus> status;
+  std::int64_t next_due = std::numeric_limits<std::int64_t>::max();
+  for (const std::unique_ptr<Job>& job : jobs_) {
+    bool changed = first;
+    const JobConfig& jc = job->config;
+    for (const TargetGroup& g : job->static_groups) {
+      status.push_back({jc.job_name, "static", g.source, clock_.NowMs(), g.targets.size(), ""});
+    }
+    for (Job::File& f : job->files) {
+      const std::int64_t now = clock_.NowMs();
+      std::vector<Status> errors;
+      if (force || now >= f.due_ms) {
+        changed = f.sd->Refresh(force, &errors) || changed;
+        f.due_ms = now + f.sd->config().refresh_interval_ms;
+        f.last_ms = now;
+      }
+      next_due = std::min(next_due, f.due_ms);
+      const std::vector<TargetGroup> groups = f.sd->Groups();
+      status.push_back({jc.job_name, "file", JoinPatterns(f.sd->config().files), f.last_ms,
+                        CountTargets(groups), JoinErrors(f.sd->CurrentErrors())});
+      all_errors.insert(all_errors.end(), errors.begin(), errors.end());
+    }
+    for (Job::Prometheus& p : job->prometheus) {
+      const std::int64_t now = clock_.NowMs();
+      std::vector<Status>& errors = p.errors;
+      const bool due = force || now >= p.due_ms;
+      if (due) {
+        errors.clear();
+        const int timeout = static_cast<int>(
+            std::min<std::int64_t>(options_.prometheus_timeout_ms,
+                                   std::max<std::int64_t>(p.config.refresh_interval_ms, 1)));
+        Result<std::vector<TargetGroup>> groups =
+            FetchPrometheusTargets(p.config, timeout, &errors);
+        if (groups) {
+          changed = true;  // cheap to recompute; the scraper diffs by target
+          p.groups = std::move(*groups);
+        } else {
+          errors.push_back(groups.error());
+        }
+        p.due_ms = now + p.config.refresh_interval_ms;
+        p.last_ms = now;
+      }
+      next_due = std::min(next_due, p.due_ms);
+      status.push_back({jc.job_name, "prometheus", p.config.url, p.last_ms, CountTargets(p.groups),
+                        JoinErrors(errors)});
+      if (due) all_errors.insert(all_errors.end(), errors.begin(), errors.end());
+    }
+    if (!changed) continue;
+    std::vector<TargetGroup> groups = job->static_groups;
+    for (const Job::File& f : job->files) {
+      std::vector<TargetGroup> g = f.sd->Groups();
+      groups.insert(groups.end(), g.begin(), g.end());
+    }
+    for (const Job::Prometheus& p : job->prometheus) {
+      groups.insert(groups.end(), p.groups.begin(), p.groups.end());
+    }
+    std::vector<Status> target_errors;
+    std::vector<Target> targets = MakeTargets(jc, groups, &target_errors);
+    all_errors.insert(all_errors.end(), target_errors.begin(), target_errors.end());
+    on_update_(jc, std::move(targets));
+  }
+  {
+    std::lock_guard lock(mu_);
+    status_ = std::move(status);
+    next_due_ms_ = next_due;
+  }
+  return all_errors;
+}
+
+Status Discovery::RefreshNow() {
+  std::vector<Status> errors = Refresh(/*force=*/true);
+  if (errors.empty()) return Status::Ok();
+  const StatusCode code = errors.front().code();
+  return Status(code, JoinErrors(errors));
+}
+
+void Discovery::Start() {
+  {
+    std::lock_guard lock(mu_);
+    if (thread_.joinable() || stop_) return;
+  }
+  bool need_first = false;
+  {
+    std::lock_guard refresh_lock(refresh_mu_);
+    need_first = !refreshed_once_;
+  }
+  if (need_first) (void)Refresh(/*force=*/true);
+  std::lock_guard lock(mu_);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Discovery::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Discovery::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    const std::int64_t now = clock_.NowMs();
+    if (now < next_due_ms_) {
+      // Short real-time slices rather than one long wait: Stop() is prompt
+      // and a ManualClock's moves are noticed within poll_ms.
+      const std::int64_t wait = std::min<std::int64_t>(next_due_ms_ - now, options_.poll_ms);
+      wake_cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return stop_; });
+      continue;
+    }
+    lock.unlock();
+    const std::vector<Status> errors = Refresh(/*force=*/false);
+    if (options_.on_error) {
+      for (const Status& e : errors) options_.on_error(e);
+    }
+    lock.lock();
+  }
+}
+
+std::vector<Discovery::SourceStatus> Discovery::Sources() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+}  // namespace gpucanary::scrape

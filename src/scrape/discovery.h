@@ -1,0 +1,99 @@
+#pragma once
+// Keeps every job's targets current from its sources: static_configs (once),
+// file_sd_configs (file mtimes polled every refresh_interval) and
+// prometheus_sd_configs (the API polled every refresh_interval). A source
+// that fails keeps its last good targets; its error stays visible in
+// Sources() until it succeeds again.
+//
+// Refreshes run on one background thread (Start) or on the caller's
+// (RefreshNow), never two at once, so a slow Prometheus or a large file
+// never delays a scrape. Time comes from the injected Clock: with a
+// ManualClock, moving the clock past a refresh time triggers it.
+//
+// Thread-safe.
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "scrape/config.h"
+#include "scrape/target.h"
+
+namespace gpucanary::scrape {
+
+class Discovery {
+ public:
+  // Receives a job's whole target list whenever it may have changed (and
+  // once for every job on the first refresh). Called on the refreshing
+  // thread, never concurrently; must not call back into Discovery.
+  using Update = std::function<void(const JobConfig& job, std::vector<Target> targets)>;
+
+  struct Options {
+    int poll_ms = 100;                   // longest wait before looking at the clock again
+    int prometheus_timeout_ms = 10'000;  // per /api/v1/targets request
+    // Where background refreshes report errors (a file that became bad, a
+    // Prometheus that cannot be reached), each once per failed refresh; on
+    // the discovery thread. RefreshNow returns its errors instead.
+    std::function<void(const Status&)> on_error;
+  };
+
+  struct SourceStatus {
+    std::string job;
+    std::string kind;                  // "static", "file", "prometheus"
+    std::string name;                  // the file patterns or the Prometheus URL
+    std::int64_t last_refresh_ms = 0;  // 0: not yet
+    std::size_t targets = 0;           // addresses it currently contributes
+    std::string last_error;            // "" when the last refresh succeeded
+  };
+
+  // `clock` must outlive this object.
+  Discovery(const ScrapeConfig& config, Clock& clock, Update on_update, Options options);
+  ~Discovery();  // Stop()
+  Discovery(const Discovery&) = delete;
+  Discovery& operator=(const Discovery&) = delete;
+
+  // Reads every source now (every file again, every Prometheus asked) and
+  // reports each job's targets. Returns ok when every source is good, else a
+  // kParseError / kUnavailable whose message lists each failure on its own
+  // line ("targets.json:3:14: [0].targets[0]: bad target address ...").
+  Status RefreshNow();
+
+  // Starts the background thread: sources are refreshed when due. Call
+  // after a first RefreshNow (which Start does itself when there was none).
+  void Start();
+  // Stops the thread; idempotent.
+  void Stop();
+
+  std::vector<SourceStatus> Sources() const;
+
+ private:
+  struct Job;
+  // Refreshes the sources that are due (all when `force`); returns the errors.
+  std::vector<Status> Refresh(bool force);
+  void Loop();
+
+  Clock& clock_;
+  const Update on_update_;
+  const Options options_;
+
+  std::mutex refresh_mu_;  // serialises refreshes; guards jobs_
+  std::vector<std::unique_ptr<Job>> jobs_;
+  bool refreshed_once_ = false;
+
+  mutable std::mutex mu_;  // guards what follows
+  std::condition_variable wake_cv_;
+  bool stop_ = false;
+  std::vector<SourceStatus> status_;
+  std::int64_t next_due_ms_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace gpucanary::scrape

@@ -1,0 +1,289 @@
+#include "scrape/ingester.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+
+#include "expfmt/parser.h"
+#include "net/http_message.h"
+
+namespace gpucanary::scrape {
+namespace {
+
+constexpr std::string_view kReportNames[4] = {"up", "scrape_duration_seconds",
+                                              "scrape_samples_scraped", "scrape_series_added"};
+// Entries not seen for this many scrapes are dead; the cache is rebuilt
+// without them once they outnumber the live ones (and kMinDeadToCompact).
+constexpr std::uint64_t kDeadAfter = 2;
+constexpr std::size_t kMinDeadToCompact = 1024;
+
+// The raw series text of a sample line: from the name to the end of the label
+// block, exactly as written ("up", "m{a=\"1\"}").
+std::string_view RawSeries(const expfmt::SampleView& s) {
+  if (s.label_text.empty()) return s.name;
+  const char* begin = s.name.data();
+  const char* end = s.label_text.data() + s.label_text.size();
+  return {begin, static_cast<std::size_t>(end - begin)};
+}
+
+bool HasLabel(const store::Labels& labels, std::string_view name) {
+  return std::any_of(labels.begin(), labels.end(),
+                     [&](const store::Label& l) { return l.name == name; });
+}
+
+}  // namespace
+
+expfmt::Format FormatForContentType(std::string_view content_type) {
+  constexpr std::string_view kOpenMetrics = "application/openmetrics-text";
+  return content_type.size() >= kOpenMetrics.size() &&
+                 net::EqualsIgnoreCase(content_type.substr(0, kOpenMetrics.size()), kOpenMetrics)
+             ? expfmt::Format::kOpenMetrics
+             : expfmt::Format::kPrometheusText;
+}
+
+Ingester::Ingester(store::Appendable& store, store::Labels target_labels, IngestOptions options)
+    : store_(store), target_labels_(std::move(target_labels)), options_(options) {}
+
+Ingester::~Ingester() {
+  if (appender_ != nullptr) appender_->Rollback();
+}
+
+store::Appender& Ingester::appender() {
+  if (appender_ == nullptr) appender_ = store_.NewAppender();
+  return *appender_;
+}
+
+// Prometheus scrape.go mutateSampleLabels: without honor_labels, "label
+// conflicts are resolved by renaming conflicting labels in the scraped data
+// to exported_<original-label>" (configuration docs, honor_labels), repeating
+// the prefix while the name is still taken; with it, scraped labels win.
+// Empty label values are dropped (Prometheus treats them as absent).
+void Ingester::BuildLabels(const expfmt::SampleView& s) {
+  scratch_.clear();
+  scratch_.push_back({std::string(store::kMetricNameLabel), std::string(s.name)});
+  for (const expfmt::LabelView& l : s.labels) {
+    if (!l.value.empty()) scratch_.push_back({std::string(l.name), std::string(l.value)});
+  }
+  const std::size_t scraped = scratch_.size();
+  for (const store::Label& t : target_labels_) {
+    auto clash =
+        std::find_if(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(scraped),
+                     [&](const store::Label& l) { return l.name == t.name; });
+    if (clash == scratch_.begin() + static_cast<std::ptrdiff_t>(scraped)) {
+      scratch_.push_back(t);
+      continue;
+    }
+    if (options_.honor_labels) continue;
+    std::string renamed = "exported_" + clash->name;
+    while (HasLabel(scratch_, renamed) || HasLabel(target_labels_, renamed)) {
+      renamed.insert(0, "exported_");
+    }
+    clash->name = std::move(renamed);
+    scratch_.push_back(t);
+  }
+  store::SortLabels(scratch_);
+}
+
+Result<store::SeriesRef> Ingester::SeriesFor(const expfmt::SampleView& s) {
+  BuildLabels(s);
+  return appender().Series(scratch_);
+}
+
+Ingester::Entry* Ingester::Lookup(const expfmt::SampleView& s, std::string_view raw,
+                                  ScrapeOutcome& out, store::SeriesRef* ref, bool* ok) {
+  *ok = true;
+  const std::uint64_t h = FlatHashMap<std::uint32_t>::NonZero(XXH3_64bits(raw.data(), raw.size()));
+  bool inserted = false;
+  std::uint32_t& slot = index_.FindOrInsert(h, inserted);
+  if (slot != 0) {
+    Entry& e = entries_[slot - 1];
+    if (e.raw == raw) return &e;
+  }
+  // A miss, or (rarely) another series with the same hash: ask the store.
+  const bool collision = slot != 0;
+  Result<store::SeriesRef> r = SeriesFor(s);
+  if (!r) {
+    ++out.rejected;
+    if (out.store_error.ok()) out.store_error = r.error();
+    *ok = false;
+    return nullptr;
+  }
+  if (collision) {
+    *ref = *r;
+    return nullptr;
+  }
+  slot = static_cast<std::uint32_t>(entries_.size() + 1);
+  entries_.push_back(Entry{std::string(raw), *r, 0});
+  ++out.series_added;
+  return &entries_.back();
+}
+
+void Ingester::AppendOne(store::SeriesRef ref, std::int64_t t_ms, double v, ScrapeOutcome& out) {
+  Status st = appender().Append(ref, t_ms, v);
+  if (!st.ok()) {
+    ++out.rejected;
+    if (out.store_error.ok()) out.store_error = std::move(st);
+    return;
+  }
+  ++batch_size_;
+}
+
+ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std::int64_t t_ms,
+                               double duration_s) {
+  ScrapeOutcome out;
+  ++iteration_;
+  current_.clear();
+  expfmt::Parser parser(body, format);
+  for (bool done = false; !done;) {
+    switch (parser.Next()) {
+      case expfmt::Entry::kSample: {
+        const expfmt::SampleView& s = parser.sample();
+        ++out.samples;
+        store::SeriesRef ref = 0;
+        bool ok = true;
+        Entry* e = Lookup(s, RawSeries(s), out, &ref, &ok);
+        if (!ok) break;
+        const bool own_time = options_.honor_timestamps && s.has_timestamp();
+        if (e != nullptr) {
+          if (e->last_seen == iteration_) {  // Prometheus keeps the first of duplicates
+            ++out.duplicates;
+            break;
+          }
+          e->last_seen = iteration_;
+          ref = e->ref;
+          if (!own_time) current_.push_back(static_cast<std::uint32_t>(e - entries_.data()));
+        }
+        AppendOne(ref, own_time ? s.timestamp_ms : t_ms, s.value, out);
+        break;
+      }
+      case expfmt::Entry::kError: {
+        Status why(StatusCode::kParseError, "parse error at " + parser.error().Format(""));
+        return Fail(std::move(why), t_ms, duration_s, /*exposition=*/true);
+      }
+      case expfmt::Entry::kEof:
+      case expfmt::Entry::kEnd:
+        done = true;
+        break;
+      case expfmt::Entry::kMetadata:
+      case expfmt::Entry::kComment:
+        break;
+    }
+  }
+  if (format == expfmt::Format::kOpenMetrics && !parser.eof_seen()) {
+    return Fail(Status(StatusCode::kParseError, "data does not end with # EOF"), t_ms, duration_s,
+                /*exposition=*/true);
+  }
+  out.up = true;
+  MarkPreviousStale(t_ms, out);
+  std::swap(previous_, current_);
+  AppendReport(t_ms, duration_s, out, out);
+  Commit(out);
+  Compact();
+  return out;
+}
+
+ScrapeOutcome Ingester::Fail(Status why, std::int64_t t_ms, double duration_s) {
+  return Fail(std::move(why), t_ms, duration_s, /*exposition=*/false);
+}
+
+ScrapeOutcome Ingester::Fail(Status why, std::int64_t t_ms, double duration_s, bool exposition) {
+  // What this scrape appended so far is dropped: a failed scrape is all or nothing.
+  if (appender_ != nullptr) appender_->Rollback();
+  batch_size_ = 0;
+  ScrapeOutcome out;
+  out.error = std::move(why);
+  out.exposition_error = exposition;
+  ++iteration_;  // so the next scrape counts nothing as seen before
+  MarkPreviousStale(t_ms, out);
+  previous_.clear();
+  AppendReport(t_ms, duration_s, out, out);
+  Commit(out);
+  return out;
+}
+
+void Ingester::EndOfRun(std::int64_t t_ms) {
+  ScrapeOutcome out;
+  ++iteration_;
+  MarkPreviousStale(t_ms, out);
+  previous_.clear();
+  if (report_ready_ && reported_) {
+    for (const store::SeriesRef ref : report_refs_) AppendOne(ref, t_ms, store::StaleNaN(), out);
+    reported_ = false;
+  }
+  Commit(out);
+}
+
+void Ingester::MarkPreviousStale(std::int64_t t_ms, ScrapeOutcome& out) {
+  for (const std::uint32_t i : previous_) {
+    const Entry& e = entries_[i];
+    if (e.last_seen == iteration_) continue;
+    AppendOne(e.ref, t_ms, store::StaleNaN(), out);
+    ++out.stale_markers;
+  }
+}
+
+void Ingester::AppendReport(std::int64_t t_ms, double duration_s, const ScrapeOutcome& o,
+                            ScrapeOutcome& out) {
+  if (!report_ready_) {
+    for (std::size_t i = 0; i < report_refs_.size(); ++i) {
+      store::Labels labels = target_labels_;
+      labels.push_back({std::string(store::kMetricNameLabel), std::string(kReportNames[i])});
+      store::SortLabels(labels);
+      Result<store::SeriesRef> r = appender().Series(labels);
+      if (!r) {
+        if (out.store_error.ok()) out.store_error = r.error();
+        return;
+      }
+      report_refs_[i] = *r;
+    }
+    report_ready_ = true;
+  }
+  const double values[4] = {o.up ? 1.0 : 0.0, duration_s, static_cast<double>(o.samples),
+                            static_cast<double>(o.series_added)};
+  for (std::size_t i = 0; i < report_refs_.size(); ++i) {
+    AppendOne(report_refs_[i], t_ms, values[i], out);
+  }
+  reported_ = true;
+}
+
+void Ingester::Commit(ScrapeOutcome& out) {
+  if (appender_ == nullptr) return;
+  Result<store::CommitResult> r = appender_->Commit();
+  if (!r) {
+    out.rejected += batch_size_;
+    if (out.store_error.ok()) out.store_error = r.error();
+  } else {
+    out.rejected += r->out_of_order + r->duplicates;
+    if (!r->first_error.ok() && out.store_error.ok()) out.store_error = r->first_error;
+  }
+  batch_size_ = 0;
+}
+
+void Ingester::Compact() {
+  std::size_t live = 0;
+  for (const Entry& e : entries_) live += e.last_seen + kDeadAfter > iteration_ ? 1 : 0;
+  const std::size_t dead = entries_.size() - live;
+  if (dead < kMinDeadToCompact || dead < live) return;
+  std::vector<std::uint32_t> moved_to(entries_.size(), 0);  // new position + 1
+  std::vector<Entry> kept;
+  kept.reserve(live);
+  index_.Clear();
+  index_.Reserve(live);
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    Entry& e = entries_[i];
+    if (e.last_seen + kDeadAfter <= iteration_) continue;
+    bool inserted = false;
+    const std::uint64_t h =
+        FlatHashMap<std::uint32_t>::NonZero(XXH3_64bits(e.raw.data(), e.raw.size()));
+    kept.push_back(std::move(e));
+    index_.FindOrInsert(h, inserted) = static_cast<std::uint32_t>(kept.size());
+    moved_to[i] = static_cast<std::uint32_t>(kept.size());
+  }
+  entries_ = std::move(kept);
+  // Series of the last scrape were all seen in it, so all survived.
+  for (std::uint32_t& i : previous_) i = moved_to[i] - 1;
+}
+
+}  // namespace gpucanary::scrape

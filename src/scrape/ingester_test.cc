@@ -1,0 +1,205 @@
+#include "scrape/ingester.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "scrape/test_appendable.h"
+
+namespace gpucanary::scrape {
+namespace {
+
+using test::CapturingAppendable;
+using test::Sample;
+
+constexpr std::int64_t kT0 = 1'764'680'000'250;
+constexpr std::string_view kTarget = R"({instance="h:9400",job="dcgm"})";
+
+std::string Series(std::string_view name, std::string_view labels = kTarget) {
+  return std::string(name) + std::string(labels);
+}
+
+class IngesterTest : public ::testing::Test {
+ protected:
+  Ingester Make(IngestOptions options = {}) {
+    return Ingester(store_, {{"instance", "h:9400"}, {"job", "dcgm"}}, options);
+  }
+  std::vector<Sample> Samples(const std::string& s) { return store_.Samples(s); }
+
+  CapturingAppendable store_;
+};
+
+TEST_F(IngesterTest, AppendsEverySampleAtTheScheduledTimeWithTargetLabels) {
+  Ingester in = Make();
+  const ScrapeOutcome o =
+      in.Ingest("# HELP m help\n# TYPE m gauge\nm{gpu=\"0\"} 1\nm{gpu=\"1\"} 2.5\nother 7\n",
+                expfmt::Format::kPrometheusText, kT0, 0.012);
+  EXPECT_TRUE(o.up);
+  EXPECT_EQ(o.samples, 3U);
+  EXPECT_EQ(o.series_added, 3U);
+  EXPECT_EQ(o.rejected, 0U);
+  const auto m0 = Samples(R"(m{gpu="0",instance="h:9400",job="dcgm"})");
+  ASSERT_EQ(m0.size(), 1U);
+  EXPECT_EQ(m0[0].t_ms, kT0);
+  EXPECT_EQ(m0[0].value, 1);
+  EXPECT_EQ(Samples(Series("other"))[0].value, 7);
+  EXPECT_EQ(Samples(Series("up"))[0].value, 1);
+  EXPECT_EQ(Samples(Series("up"))[0].t_ms, kT0);
+  EXPECT_DOUBLE_EQ(Samples(Series("scrape_duration_seconds"))[0].value, 0.012);
+  EXPECT_EQ(Samples(Series("scrape_samples_scraped"))[0].value, 3);
+  EXPECT_EQ(Samples(Series("scrape_series_added"))[0].value, 3);
+  EXPECT_EQ(store_.commits(), 1U);  // one Commit per scrape
+}
+
+TEST_F(IngesterTest, SteadyStateHitsTheCache) {
+  Ingester in = Make();
+  const std::string body = "m{gpu=\"0\"} 1\nm{gpu=\"1\"} 2\n";
+  ASSERT_EQ(in.Ingest(body, expfmt::Format::kPrometheusText, kT0, 0).series_added, 2U);
+  const ScrapeOutcome o = in.Ingest(body, expfmt::Format::kPrometheusText, kT0 + 1000, 0);
+  EXPECT_EQ(o.series_added, 0U);
+  EXPECT_EQ(in.cached_series(), 2U);
+  EXPECT_EQ(Samples(R"(m{gpu="1",instance="h:9400",job="dcgm"})").size(), 2U);
+  EXPECT_EQ(Samples(Series("scrape_series_added"))[1].value, 0);
+}
+
+TEST_F(IngesterTest, ClashingLabelsBecomeExportedUnlessHonored) {
+  const std::string body = "m{job=\"inner\",instance=\"x\",exported_job=\"e\",a=\"\"} 1\n";
+  Ingester in = Make();
+  ASSERT_TRUE(in.Ingest(body, expfmt::Format::kPrometheusText, kT0, 0).up);
+  EXPECT_EQ(Samples(R"(m{exported_exported_job="inner",exported_instance="x",exported_job="e",)"
+                    R"(instance="h:9400",job="dcgm"})")
+                .size(),
+            1U);
+  CapturingAppendable other;
+  Ingester honored(other, {{"instance", "h:9400"}, {"job", "dcgm"}}, {.honor_labels = true});
+  ASSERT_TRUE(honored.Ingest(body, expfmt::Format::kPrometheusText, kT0, 0).up);
+  EXPECT_EQ(other.Samples(R"(m{exported_job="e",instance="x",job="inner"})").size(), 1U);
+}
+
+TEST_F(IngesterTest, ASeriesThatDisappearsGetsAStaleMarker) {
+  Ingester in = Make();
+  ASSERT_TRUE(in.Ingest("a 1\nb 2\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+  const ScrapeOutcome o = in.Ingest("a 1\n", expfmt::Format::kPrometheusText, kT0 + 1000, 0);
+  EXPECT_EQ(o.stale_markers, 1U);
+  const auto b = Samples(Series("b"));
+  ASSERT_EQ(b.size(), 2U);
+  EXPECT_EQ(b[1].t_ms, kT0 + 1000);
+  EXPECT_TRUE(store::IsStaleNaN(b[1].value));
+  // Gone stays gone: no second marker, and no value that could read as zero.
+  ASSERT_EQ(in.Ingest("a 1\n", expfmt::Format::kPrometheusText, kT0 + 2000, 0).stale_markers, 0U);
+  EXPECT_EQ(Samples(Series("b")).size(), 2U);
+  // It may come back.
+  ASSERT_TRUE(in.Ingest("a 1\nb 3\n", expfmt::Format::kPrometheusText, kT0 + 3000, 0).up);
+  EXPECT_EQ(Samples(Series("b")).back().value, 3);
+}
+
+TEST_F(IngesterTest, AMalformedScrapeIsAFailedScrapeWithLineAndColumn) {
+  Ingester in = Make();
+  ASSERT_TRUE(in.Ingest("a 1\nb 2\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+  const ScrapeOutcome o =
+      in.Ingest("a 1\nb{x=1} 2\n", expfmt::Format::kPrometheusText, kT0 + 1000, 0.5);
+  EXPECT_FALSE(o.up);
+  EXPECT_TRUE(o.exposition_error);
+  EXPECT_EQ(o.error.message(), "parse error at 2:5: expected '\"' to open the value of label 'x'");
+  // Nothing of the bad body is kept; everything from before is marked stale.
+  ASSERT_EQ(Samples(Series("a")).size(), 2U);
+  EXPECT_TRUE(store::IsStaleNaN(Samples(Series("a"))[1].value));
+  EXPECT_TRUE(store::IsStaleNaN(Samples(Series("b"))[1].value));
+  EXPECT_EQ(Samples(Series("up"))[1].value, 0);
+  EXPECT_EQ(Samples(Series("scrape_samples_scraped"))[1].value, 0);
+}
+
+TEST_F(IngesterTest, AFailedFetchMarksEverySeriesStale) {
+  Ingester in = Make();
+  ASSERT_TRUE(in.Ingest("a 1\nb 2\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+  const ScrapeOutcome o =
+      in.Fail(Status(StatusCode::kUnavailable, "connection refused"), kT0 + 1000, 0.001);
+  EXPECT_FALSE(o.up);
+  EXPECT_FALSE(o.exposition_error);
+  EXPECT_EQ(o.stale_markers, 2U);
+  EXPECT_EQ(Samples(Series("up")).back().value, 0);
+  // A second failure has nothing left to mark.
+  EXPECT_EQ(in.Fail(Status(StatusCode::kUnavailable, "x"), kT0 + 2000, 0).stale_markers, 0U);
+  EXPECT_EQ(Samples(Series("up")).size(), 3U);
+}
+
+TEST_F(IngesterTest, EndOfRunMarksEverythingStaleSyntheticSeriesToo) {
+  Ingester in = Make();
+  ASSERT_TRUE(in.Ingest("a 1\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+  in.EndOfRun(kT0 + 10);
+  for (const char* name :
+       {"a", "up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added"}) {
+    const auto s = Samples(Series(name));
+    ASSERT_EQ(s.size(), 2U) << name;
+    EXPECT_EQ(s[1].t_ms, kT0 + 10) << name;
+    EXPECT_TRUE(store::IsStaleNaN(s[1].value)) << name;
+  }
+}
+
+TEST_F(IngesterTest, ExplicitTimestampsAreHonouredByDefault) {
+  Ingester in = Make();
+  ASSERT_TRUE(in.Ingest("a 1 1764679000000\nb 2\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+  EXPECT_EQ(Samples(Series("a"))[0].t_ms, 1764679000000);
+  EXPECT_EQ(Samples(Series("b"))[0].t_ms, kT0);
+  // Not tracked for staleness (as in Prometheus): no marker when it goes.
+  EXPECT_EQ(in.Ingest("b 2\n", expfmt::Format::kPrometheusText, kT0 + 1000, 0).stale_markers, 0U);
+
+  CapturingAppendable other;
+  Ingester ignoring(other, {{"job", "j"}}, {.honor_timestamps = false});
+  ASSERT_TRUE(ignoring.Ingest("a 1 1764679000000\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+  EXPECT_EQ(other.Samples(R"(a{job="j"})")[0].t_ms, kT0);
+}
+
+TEST_F(IngesterTest, ADuplicateSeriesKeepsTheFirstValue) {
+  Ingester in = Make();
+  const ScrapeOutcome o = in.Ingest("a 1\na 2\n", expfmt::Format::kPrometheusText, kT0, 0);
+  EXPECT_TRUE(o.up);
+  EXPECT_EQ(o.samples, 2U);
+  EXPECT_EQ(o.duplicates, 1U);
+  EXPECT_EQ(Samples(Series("a")).size(), 1U);
+  EXPECT_EQ(Samples(Series("a"))[0].value, 1);
+}
+
+TEST_F(IngesterTest, OpenMetricsNeedsEof) {
+  Ingester in = Make();
+  const ScrapeOutcome bad = in.Ingest("a 1\n", expfmt::Format::kOpenMetrics, kT0, 0);
+  EXPECT_FALSE(bad.up);
+  EXPECT_EQ(bad.error.message(), "data does not end with # EOF");
+  EXPECT_TRUE(in.Ingest("a 1\n# EOF\n", expfmt::Format::kOpenMetrics, kT0 + 1000, 0).up);
+}
+
+TEST(FormatForContentTypeTest, PicksTheParserAsPrometheusDoes) {
+  EXPECT_EQ(FormatForContentType("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            expfmt::Format::kOpenMetrics);
+  EXPECT_EQ(FormatForContentType("Application/OpenMetrics-Text"), expfmt::Format::kOpenMetrics);
+  EXPECT_EQ(FormatForContentType("text/plain; version=0.0.4"), expfmt::Format::kPrometheusText);
+  EXPECT_EQ(FormatForContentType("text/plain; charset=utf-8"), expfmt::Format::kPrometheusText);
+  EXPECT_EQ(FormatForContentType(""), expfmt::Format::kPrometheusText);
+}
+
+TEST_F(IngesterTest, NaNValuesAreNotStaleMarkers) {
+  Ingester in = Make();
+  ASSERT_TRUE(in.Ingest("a NaN\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+  const double v = Samples(Series("a"))[0].value;
+  EXPECT_TRUE(std::isnan(v));
+  EXPECT_FALSE(store::IsStaleNaN(v));
+}
+
+TEST_F(IngesterTest, ChurningSeriesDoNotGrowTheCacheForever) {
+  Ingester in = Make();
+  for (int scrape = 0; scrape < 12; ++scrape) {
+    std::string body;
+    for (int i = 0; i < 500; ++i) {
+      body += "m{pod=\"p" + std::to_string(scrape) + "-" + std::to_string(i) + "\"} 1\n";
+    }
+    ASSERT_TRUE(in.Ingest(body, expfmt::Format::kPrometheusText, kT0 + scrape * 1000, 0).up);
+    EXPECT_LE(in.cached_series(), 3000U);
+  }
+  // Staleness still works after compaction.
+  const ScrapeOutcome o = in.Ingest("x 1\n", expfmt::Format::kPrometheusText, kT0 + 20'000, 0);
+  EXPECT_EQ(o.stale_markers, 500U);
+}
+
+}  // namespace
+}  // namespace gpucanary::scrape

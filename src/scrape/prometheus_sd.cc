@@ -1,0 +1,94 @@
+#include "scrape/prometheus_sd.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "net/http_client.h"
+
+namespace gpucanary::scrape {
+namespace {
+
+using Json = nlohmann::json;
+
+Status Bad(const std::string& source, const std::string& why) {
+  return Status(StatusCode::kParseError, source + "/api/v1/targets: " + why);
+}
+
+// One active target as a group, or why it cannot be scraped.
+Result<TargetGroup> GroupOf(const Json& t, const Json& labels, const std::string& source) {
+  const auto url_it = t.find("scrapeUrl");
+  if (url_it == t.end() || !url_it->is_string()) {
+    return Error(Bad(source, "an active target without scrapeUrl"));
+  }
+  const std::string scrape_url = url_it->get<std::string>();
+  Result<net::HttpUrl> url = net::ParseHttpUrl(scrape_url);
+  if (!url) {
+    return Error(StatusCode::kInvalidArgument,
+                 source + ": target " + scrape_url + " skipped: " + url.error().message());
+  }
+  TargetGroup g;
+  g.source = source + " " + scrape_url;
+  const bool v6 = url->host.find(':') != std::string::npos;
+  g.targets.push_back((v6 ? "[" + url->host + "]" : url->host) + ":" + std::to_string(url->port));
+  g.labels.emplace_back("__metrics_path__", url->target);
+  for (const auto& [name, value] : labels.items()) {
+    if (name == "job" || !value.is_string()) continue;
+    g.labels.emplace_back(name, value.get<std::string>());
+  }
+  return g;
+}
+
+}  // namespace
+
+Result<std::vector<TargetGroup>> ParsePrometheusTargets(std::string_view json, std::string_view job,
+                                                        const std::string& source,
+                                                        std::vector<Status>* skipped) {
+  const Json doc = Json::parse(json.begin(), json.end(), nullptr, false);
+  if (doc.is_discarded()) return Error(Bad(source, "answer is not JSON"));
+  if (!doc.is_object() || doc.value("status", "") != "success") {
+    return Error(Bad(source, "answer is not a success: " + std::string(json.substr(0, 200))));
+  }
+  const auto data = doc.find("data");
+  if (data == doc.end() || !data->is_object()) return Error(Bad(source, "answer has no data"));
+  const auto active = data->find("activeTargets");
+  if (active == data->end() || !active->is_array()) {
+    return Error(Bad(source, "answer has no activeTargets list"));
+  }
+  std::vector<TargetGroup> groups;
+  for (const Json& t : *active) {
+    if (!t.is_object()) return Error(Bad(source, "an active target is not an object"));
+    const auto labels = t.find("labels");
+    if (labels == t.end() || !labels->is_object()) {
+      return Error(Bad(source, "an active target without labels"));
+    }
+    if (!job.empty()) {
+      const auto j = labels->find("job");
+      if (j == labels->end() || !j->is_string() || j->get<std::string>() != job) continue;
+    }
+    Result<TargetGroup> g = GroupOf(t, *labels, source);
+    if (!g) {
+      if (g.error().code() == StatusCode::kParseError) return Error(g.error());
+      if (skipped != nullptr) skipped->push_back(g.error());
+      continue;
+    }
+    groups.push_back(std::move(*g));
+  }
+  return groups;
+}
+
+Result<std::vector<TargetGroup>> FetchPrometheusTargets(const PrometheusSdConfig& config,
+                                                        int timeout_ms,
+                                                        std::vector<Status>* skipped) {
+  net::FetchOptions options;
+  options.timeout_ms = timeout_ms;
+  options.headers.emplace_back("Accept", "application/json");
+  Result<net::HttpResponse> r = net::Fetch(config.url + "/api/v1/targets?state=active", options);
+  if (!r) return Error(r.error());
+  if (r->status != 200) {
+    return Error(StatusCode::kUnavailable,
+                 config.url + "/api/v1/targets: HTTP status " + std::to_string(r->status));
+  }
+  return ParsePrometheusTargets(r->body, config.job, config.url, skipped);
+}
+
+}  // namespace gpucanary::scrape

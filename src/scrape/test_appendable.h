@@ -1,0 +1,135 @@
+#pragma once
+// Test code only: a small thread-safe store::Appendable that keeps every
+// committed sample per series, with the real store's commit rules (an older
+// timestamp is out of order, the same timestamp with another value a
+// duplicate, an exact repeat dropped), and a way to wait for commits
+// instead of sleeping.
+
+#include <bit>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "store/appender.h"
+#include "store/labels.h"
+
+namespace gpucanary::scrape::test {
+
+struct Sample {
+  std::int64_t t_ms;
+  double value;
+};
+
+class CapturingAppendable final : public store::Appendable {
+ public:
+  std::unique_ptr<store::Appender> NewAppender() override {
+    return std::make_unique<CapturingAppender>(*this);
+  }
+
+  // Committed samples of the series written as LabelsToString gives it
+  // ("up{instance=\"127.0.0.1:9100\",job=\"a\"}"); empty when unknown.
+  std::vector<Sample> Samples(const std::string& series) const {
+    std::lock_guard lock(mu_);
+    auto it = by_text_.find(series);
+    return it == by_text_.end() ? std::vector<Sample>() : samples_[it->second];
+  }
+
+  // Every series (as text) with its committed samples.
+  std::map<std::string, std::vector<Sample>> All() const {
+    std::lock_guard lock(mu_);
+    std::map<std::string, std::vector<Sample>> out;
+    for (const auto& [text, ref] : by_text_) out[text] = samples_[ref];
+    return out;
+  }
+
+  std::uint64_t commits() const {
+    std::lock_guard lock(mu_);
+    return commits_;
+  }
+  std::uint64_t rejected() const {
+    std::lock_guard lock(mu_);
+    return rejected_;
+  }
+
+  // Waits until `done()` holds, checking after every commit, for at most
+  // `timeout`. `done` runs without the lock held (it may call Samples()).
+  bool WaitFor(const std::function<bool()>& done,
+               std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::unique_lock lock(mu_);
+    while (true) {
+      const std::uint64_t seen = commits_;
+      lock.unlock();
+      if (done()) return true;
+      lock.lock();
+      if (!committed_.wait_until(lock, deadline, [&] { return commits_ != seen; })) {
+        lock.unlock();
+        return done();
+      }
+    }
+  }
+
+ private:
+  class CapturingAppender final : public store::Appender {
+   public:
+    explicit CapturingAppender(CapturingAppendable& owner) : owner_(owner) {}
+    Result<store::SeriesRef> Series(const store::Labels& labels) override {
+      GC_RETURN_IF_ERROR(store::ValidateLabels(labels));
+      std::lock_guard lock(owner_.mu_);
+      const std::string text = store::LabelsToString(labels);
+      auto [it, inserted] = owner_.by_text_.emplace(text, owner_.samples_.size());
+      if (inserted) owner_.samples_.emplace_back();
+      return it->second;
+    }
+    Status Append(store::SeriesRef ref, std::int64_t t_ms, double value) override {
+      pending_.push_back({ref, t_ms, value});
+      return Status::Ok();
+    }
+    Result<store::CommitResult> Commit() override {
+      store::CommitResult r;
+      {
+        std::lock_guard lock(owner_.mu_);
+        for (const auto& [ref, t, v] : pending_) {
+          std::vector<Sample>& s = owner_.samples_[ref];
+          if (!s.empty() && t < s.back().t_ms) {
+            ++r.out_of_order;
+          } else if (!s.empty() && t == s.back().t_ms) {
+            if (std::bit_cast<std::uint64_t>(v) != std::bit_cast<std::uint64_t>(s.back().value)) {
+              ++r.duplicates;
+            }
+          } else {
+            s.push_back({t, v});
+            ++r.appended;
+          }
+        }
+        owner_.rejected_ += r.out_of_order + r.duplicates;
+        ++owner_.commits_;
+      }
+      pending_.clear();
+      owner_.committed_.notify_all();
+      return r;
+    }
+    void Rollback() override { pending_.clear(); }
+
+   private:
+    CapturingAppendable& owner_;
+    std::vector<std::tuple<store::SeriesRef, std::int64_t, double>> pending_;
+  };
+
+  mutable std::mutex mu_;
+  std::condition_variable committed_;
+  std::map<std::string, store::SeriesRef> by_text_;
+  std::vector<std::vector<Sample>> samples_;
+  std::uint64_t commits_ = 0;
+  std::uint64_t rejected_ = 0;
+};
+
+}  // namespace gpucanary::scrape::test
