@@ -173,6 +173,15 @@ inline std::int64_t UnZigZag(std::uint64_t v) {
 }
 inline void PutZVarint(std::string& out, std::int64_t v) { PutVarint(out, ZigZag(v)); }
 
+// a + b with two's-complement wrap-around: decoding corrupt input must not be
+// undefined behaviour (valid input never wraps).
+inline std::int64_t WrapAdd(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+inline std::int64_t WrapSub(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+
 // Reads a varint at in[pos], advancing pos; false when truncated or longer
 // than 10 bytes.
 inline bool GetVarint(std::string_view in, std::size_t& pos, std::uint64_t& v) {

@@ -115,17 +115,18 @@ bool ReadXor(BitReader& r, XorState& s) {
 void EncodeTimes(std::span<const Sample> samples, std::string& out) {
   const std::size_t n = samples.size();
   PutZVarint(out, samples[0].t);
-  const std::int64_t delta = n > 1 ? samples[1].t - samples[0].t : 0;
+  const std::int64_t delta = n > 1 ? WrapSub(samples[1].t, samples[0].t) : 0;
   PutZVarint(out, delta);
   bool regular = true;
   for (std::size_t i = 2; i < n && regular; ++i) {
-    regular = samples[i].t - samples[i - 1].t == delta;
+    regular = WrapSub(samples[i].t, samples[i - 1].t) == delta;
   }
   out.push_back(regular ? 1 : 0);
   if (regular) return;
   BitBuffer w;
   for (std::size_t i = 2; i < n; ++i) {
-    WriteDod(w, (samples[i].t - samples[i - 1].t) - (samples[i - 1].t - samples[i - 2].t));
+    WriteDod(w, WrapSub(WrapSub(samples[i].t, samples[i - 1].t),
+                        WrapSub(samples[i - 1].t, samples[i - 2].t)));
   }
   w.AppendTo(out);
 }
@@ -141,20 +142,20 @@ Status DecodeTimes(std::string_view in, std::size_t& pos, std::size_t n, Sample*
   if (regular > 1) return Malformed("bad time flag");
   out[0].t = t;
   if (n > 1) {
-    t += delta;
+    t = WrapAdd(t, delta);
     out[1].t = t;
   }
   if (regular == 1) {
     for (std::size_t i = 2; i < n; ++i) {
-      t += delta;
+      t = WrapAdd(t, delta);
       out[i].t = t;
     }
     return Status::Ok();
   }
   BitReader r(in.substr(pos));
   for (std::size_t i = 2; i < n; ++i) {
-    delta += ReadDod(r);
-    t += delta;
+    delta = WrapAdd(delta, ReadDod(r));
+    t = WrapAdd(t, delta);
     out[i].t = t;
   }
   if (r.error()) return Malformed("truncated timestamps");
@@ -271,7 +272,7 @@ Status DecodeDecimal(std::string_view in, std::size_t& pos, std::size_t n, std::
   out[0].v = static_cast<double>(m) / scale;
   std::size_t i = 1;
   if (order == 2 && n > 1) {
-    m += d;
+    m = WrapAdd(m, d);
     out[1].v = static_cast<double>(m) / scale;
     i = 2;
   }
@@ -289,18 +290,18 @@ Status DecodeDecimal(std::string_view in, std::size_t& pos, std::size_t n, std::
     pos += bytes;
     if (order == 1 && e == 0) {
       for (int j = 0; j < count; ++j, ++i) {
-        m += UnZigZag(r[j]);
+        m = WrapAdd(m, UnZigZag(r[j]));
         out[i].v = static_cast<double>(m);
       }
     } else if (order == 1) {
       for (int j = 0; j < count; ++j, ++i) {
-        m += UnZigZag(r[j]);
+        m = WrapAdd(m, UnZigZag(r[j]));
         out[i].v = static_cast<double>(m) / scale;
       }
     } else {
       for (int j = 0; j < count; ++j, ++i) {
-        d += UnZigZag(r[j]);
-        m += d;
+        d = WrapAdd(d, UnZigZag(r[j]));
+        m = WrapAdd(m, d);
         out[i].v = static_cast<double>(m) / scale;
       }
     }
@@ -436,8 +437,8 @@ void OpenChunk::Append(std::int64_t t, double v) {
     first_t_ = t;
     last_delta_ = 0;
   } else {
-    const std::int64_t delta = t - last_t_;
-    WriteDod(stream_, delta - last_delta_);
+    const std::int64_t delta = WrapSub(t, last_t_);
+    WriteDod(stream_, WrapSub(delta, last_delta_));
     last_delta_ = delta;
     XorState s{last_bits_, leading_, trailing_};
     WriteXor(stream_, s, bits);
@@ -471,8 +472,8 @@ void OpenChunk::DecodeStream(std::string_view stream, std::size_t count, std::ve
   out.push_back({t, std::bit_cast<double>(s.last)});
   std::int64_t delta = 0;
   for (std::size_t i = 1; i < count && !r.error(); ++i) {
-    delta += ReadDod(r);
-    t += delta;
+    delta = WrapAdd(delta, ReadDod(r));
+    t = WrapAdd(t, delta);
     ReadXor(r, s);
     out.push_back({t, std::bit_cast<double>(s.last)});
   }

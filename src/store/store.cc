@@ -338,8 +338,8 @@ Status Store::Impl::RecoverWal() {
                   !GetFixed64(payload, pos, bits)) {
                 break;
               }
-              ref += dr;
-              t += dt;
+              ref = WrapAdd(ref, dr);
+              t = WrapAdd(t, dt);
               HeadSeries* s = ref >= 0 ? Find(static_cast<SeriesRef>(ref)) : nullptr;
               if (s != nullptr && t > s->last_t) AppendToHead(*s, t, bits);
             }
