@@ -36,6 +36,7 @@ Result<std::string> ReadConfigFile(const std::string& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
+  if (in.bad()) return Error(StatusCode::kIoError, path + ": read failed");
   return text.str();
 }
 

@@ -91,19 +91,6 @@ Status ParseGroup(const Reporter& r, const YAML::Node& node, const std::string& 
   return Status::Ok();
 }
 
-Result<std::string> ReadWholeFile(const std::string& path) {
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
-                 path + ": " + ErrnoMessage(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error(StatusCode::kIoError, path + ": read failed");
-  return text.str();
-}
-
 }  // namespace
 
 Result<std::vector<TargetGroup>> ParseTargetFile(std::string_view text,
@@ -180,7 +167,7 @@ bool FileSd::Refresh(bool force, std::vector<Status>* errors) {
     state.mtime_ns = mtime_ns;
     state.size = size_bytes;
     Result<std::vector<TargetGroup>> groups = Result<std::vector<TargetGroup>>();
-    Result<std::string> text = ReadWholeFile(path);
+    Result<std::string> text = config::ReadConfigFile(path);
     if (text) groups = ParseTargetFile(*text, path);
     if (!text || !groups) {
       // The last good groups stay; the same bad file is reported again on a forced refresh.
