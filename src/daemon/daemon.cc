@@ -35,21 +35,6 @@ void AppendMetric(std::string& out, std::string_view name, std::string_view type
   out += '\n';
 }
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  out += '"';
-}
-
 }  // namespace
 
 class Daemon::Impl {

@@ -26,6 +26,8 @@ struct ApiError {
 
 ApiError BadData(std::string message) { return {400, "bad_data", std::move(message)}; }
 
+}  // namespace
+
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
   for (char c : s) {
@@ -44,6 +46,8 @@ void AppendJsonString(std::string& out, std::string_view s) {
   }
   out += '"';
 }
+
+namespace {
 
 void AppendMetric(std::string& out, const store::Labels& labels) {
   out += "{";

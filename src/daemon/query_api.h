@@ -59,6 +59,10 @@ std::optional<std::int64_t> ParseApiTime(std::string_view text);
 // shortest round trip, never an exponent; "NaN", "+Inf", "-Inf".
 void AppendPromValue(std::string& out, double v);
 
+// Appends `s` as a JSON string: quotes, backslashes and control characters
+// escaped, everything else (UTF-8) as is.
+void AppendJsonString(std::string& out, std::string_view s);
+
 // Appends a timestamp as a JSON number of seconds: "1764680000" or
 // "1764680000.500".
 void AppendPromTime(std::string& out, std::int64_t t_ms);
