@@ -9,7 +9,9 @@
 //   BM_Ingest         CPU per sample appending --gpus GPUs x 30 fields at 1 s,
 //                     one commit per node (8 GPUs) per second, as scrapes do.
 //   BM_Select10Min    reading a 10-minute window of --gpus GPUs x 30 fields:
-//                     Query, then every sample decoded and looked at.
+//                     Query, then every sample decoded and looked at;
+//                     ...Parallel/2 decodes on two threads; ...QueryOnly is
+//                     the Query call alone.
 //
 //   build/release/bench/store_bench                 # 1,000 GPUs
 //   build/release/bench/store_bench --gpus=64
@@ -25,7 +27,9 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/store.h"
@@ -293,6 +297,52 @@ void BM_Select10Min(benchmark::State& state) {
   state.counters["series"] = g_gpus * kFields;
 }
 BENCHMARK(BM_Select10Min)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same read with the decoding spread over --threads threads (the query
+// itself is one call): QueryResult is read-only, so consumers such as the
+// judge and the HTTP API can split its series among cores.
+void BM_Select10MinParallel(benchmark::State& state) {
+  st::Store& store = SelectFixture();
+  const auto matcher = *st::Matcher::Make(st::Matcher::Type::kRegex, "__name__", "DCGM_.*");
+  const auto threads = static_cast<std::size_t>(state.range(0));
+  std::uint64_t samples = 0;
+  std::vector<double> sums(threads);
+  for (auto _ : state) {
+    auto got = store.Query({matcher}, kT0 + 300 * 1000LL, kT0 + 899 * 1000LL);
+    if (!got) {
+      state.SkipWithError(got.error().message().c_str());
+      break;
+    }
+    std::vector<std::uint64_t> counts(threads);
+    std::vector<std::thread> pool;
+    for (std::size_t k = 0; k < threads; ++k) {
+      pool.emplace_back([&, k] {
+        for (std::size_t i = k; i < got->series.size(); i += threads) {
+          (void)got->ForEach(got->series[i], [&](std::span<const st::Sample> run) {
+            counts[k] += run.size();
+            for (const st::Sample& x : run) sums[k] += x.v;
+          });
+        }
+      });
+    }
+    for (std::thread& t : pool) t.join();
+    for (std::uint64_t c : counts) samples += c;
+  }
+  benchmark::DoNotOptimize(sums);
+  state.SetItemsProcessed(static_cast<std::int64_t>(samples));
+}
+BENCHMARK(BM_Select10MinParallel)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Query alone: matching, merging and sorting the series, no decoding.
+void BM_Select10MinQueryOnly(benchmark::State& state) {
+  st::Store& store = SelectFixture();
+  const auto matcher = *st::Matcher::Make(st::Matcher::Type::kRegex, "__name__", "DCGM_.*");
+  for (auto _ : state) {
+    auto got = store.Query({matcher}, kT0 + 300 * 1000LL, kT0 + 899 * 1000LL);
+    benchmark::DoNotOptimize(got);
+  }
+}
+BENCHMARK(BM_Select10MinQueryOnly)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

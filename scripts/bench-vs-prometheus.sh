@@ -7,7 +7,9 @@
 #
 # Environment: NODES (sim nodes of 8 GPUs, 32), WARMUP (s before the measured
 # window, 20), WINDOW (measured seconds per scraper, 60), RUNS (scrape runs per
-# scraper, medians reported, 1), SIM_SECONDS (offline recording, 1800).
+# scraper, medians reported, 1), SIM_SECONDS (offline recording, 1800), TRACES
+# (the real H100 DCGM traces, default ../shared/data/gpu-traces/...), SCRAPE
+# (0: the disk comparison only).
 # Needs: the gpucanary and store_bench targets built, curl, python3.
 # Everything lives in a temp dir; ports are ephemeral; children die on exit.
 set -euo pipefail
@@ -93,7 +95,20 @@ log "sim --offline power-brake, $SIM_SECONDS s"
 
 DISK_ROWS=$(disk_compare synthetic-mix "$TMP/mix.om"; disk_compare power-brake "$TMP/rec/telemetry.om")
 
+# ---- 1c. bytes per sample: real H100 telemetry ----------------------------------
+# shared/data/gpu-traces: DCGM at 10 Hz on 8x H100 SXM5 under five workloads,
+# taken at 1 s and printed as dcgm-exporter prints it (scripts/gpu-trace-to-om.py).
+TRACES=${TRACES:-$REPO/../shared/data/gpu-traces/atharvanihalani-gpu-telemetry-exploration}
+if compgen -G "$TRACES/*_telemetry.csv" >/dev/null; then
+  log "real H100 traces from $TRACES"
+  python3 "$REPO/scripts/gpu-trace-to-om.py" "$TMP/h100.om" "$TRACES"/*_telemetry.csv
+  DISK_ROWS+=$'\n'$(disk_compare h100-traces "$TMP/h100.om")
+else
+  log "no H100 traces at $TRACES (set TRACES=DIR); that row is skipped"
+fi
+
 # ---- 2. scrape CPU and memory ----------------------------------------------------
+if [[ ${SCRAPE:-1} == 1 ]]; then
 cat >"$TMP/fleet.yaml" <<EOF
 seed: 7
 duration: 24h
@@ -179,6 +194,8 @@ for kind in gpucanary prometheus; do
   SCRAPE_ROWS+="| $kind | $cpu | $samples | $cpu_per_m | $series | $rss | $hwm | $rss_per_series |"$'\n'
 done
 
+fi
+
 echo "Disk (chunks = chunk segments / block chunks dirs; total = whole data directory):"
 echo
 echo "| data | store | samples | chunk bytes | chunk B/sample | total bytes | total B/sample |"
@@ -187,6 +204,7 @@ echo "$DISK_ROWS"
 echo
 echo "store_bench BM_SyntheticMix segment_bytes_per_sample: $MIX_GC_BENCH"
 echo
+if [[ ${SCRAPE:-1} == 1 ]]; then
 echo "Scraping $TARGETS targets ($NODES nodes x 8 GPUs, dcgm + vLLM endpoints) at 1 s;" \
   "${WINDOW} s window after ${WARMUP} s warm-up; median of $RUNS run(s) each:"
 echo
@@ -197,3 +215,4 @@ echo
 echo "Ratio Prometheus / gpucanary: CPU per sample $(div "$prometheus_cpu_per_m" "$gpucanary_cpu_per_m" 2)x," \
   "RSS per series $(div "$prometheus_rss_per_series" "$gpucanary_rss_per_series" 2)x"
 kill "$SIM_PID" 2>/dev/null || true
+fi

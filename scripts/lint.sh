@@ -13,5 +13,10 @@ if (($# == 0)); then
 else
   files=("$@")
 fi
-printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 1 clang-tidy -p build/debug --quiet
+# The static analyzer runs in its "shallow" mode (less inlining, a smaller
+# exploded graph per function): a third of the default mode's time on our
+# files (store.cc 54 s -> 20 s; Asio-heavy files gain most), which keeps the
+# analyzer on every file within CI's time.
+printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 1 clang-tidy -p build/debug --quiet \
+  --extra-arg=-Xclang --extra-arg=-analyzer-config --extra-arg=-Xclang --extra-arg=mode=shallow
 echo "clang-tidy: ${#files[@]} files clean"

@@ -10,6 +10,7 @@
 
 #include "core/time_format.h"
 #include "net/url.h"
+#include "recording/openmetrics_text.h"
 #include "scrape/config.h"
 #include "store/matcher.h"
 
@@ -432,9 +433,19 @@ bool QueryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respon
     Reply(response, data + "]");
     return true;
   }
-  auto names = label_values
-                   ? store_.LabelValues(endpoint.substr(6, endpoint.size() - 6 - 7), start, end)
-                   : store_.LabelNames(start, end);
+  std::string label_name;
+  if (label_values) {
+    // The name is a path segment: percent-decoded, then checked like Prometheus.
+    auto decoded = net::PathDecode(endpoint.substr(6, endpoint.size() - 6 - 7));
+    if (!decoded || !recording::IsValidLabelName(*decoded)) {
+      ReplyError(response, BadData("invalid label name: \"" +
+                                   std::string(endpoint.substr(6, endpoint.size() - 13)) + "\""));
+      return true;
+    }
+    label_name = std::move(*decoded);
+  }
+  auto names =
+      label_values ? store_.LabelValues(label_name, start, end) : store_.LabelNames(start, end);
   if (!names) {
     ReplyError(response, ApiError{500, "internal", names.error().message()});
     return true;

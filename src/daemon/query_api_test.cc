@@ -161,6 +161,16 @@ TEST_F(QueryApiTest, SeriesLabelsAndValues) {
   EXPECT_EQ(j["data"], Json({"Hostname", "__name__", "gpu"}));
   j = Get("/api/v1/label/gpu/values");
   EXPECT_EQ(j["data"], Json({"0", "1"}));
+  // The name is a percent-encoded path segment.
+  j = Get("/api/v1/label/%5F%5Fname%5F%5F/values");
+  EXPECT_EQ(j["data"], Json({"DCGM_FI_DEV_SM_CLOCK"}));
+  int status = 0;
+  j = Get("/api/v1/label/gpu-id/values", &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(j["errorType"], "bad_data");
+  EXPECT_EQ(j["error"], "invalid label name: \"gpu-id\"");
+  j = Get("/api/v1/label/g%zzpu/values", &status);
+  EXPECT_EQ(status, 400);
 }
 
 }  // namespace

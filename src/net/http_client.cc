@@ -28,11 +28,6 @@ constexpr std::string_view kUserAgent = "gpucanary/0.1";
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 beast::string_view BeastView(std::string_view s) { return {s.data(), s.size()}; }
 
-Status BadUrl(std::string_view url, std::string_view why) {
-  return Status(StatusCode::kInvalidArgument,
-                "bad URL '" + std::string(url) + "': " + std::string(why));
-}
-
 // "[::1]:80" or "127.0.0.1:80": the Host header (RFC 9110 §7.2) and the URL
 // prefix in error messages.
 std::string Authority(const std::string& host, std::uint16_t port) {
@@ -53,53 +48,6 @@ bool IsConnectionLost(const ErrorCode& ec) {
 }
 
 }  // namespace
-
-Result<HttpUrl> ParseHttpUrl(std::string_view url) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.size() < kScheme.size() || !EqualsIgnoreCase(url.substr(0, kScheme.size()), kScheme)) {
-    return Error(BadUrl(url, "only http:// is supported"));
-  }
-  if (std::any_of(url.begin(), url.end(),
-                  [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == '\x7f'; })) {
-    return Error(BadUrl(url, "spaces or control characters"));
-  }
-  std::string_view rest = url.substr(kScheme.size());
-  rest = rest.substr(0, rest.find('#'));
-  const std::size_t authority_end = rest.find_first_of("/?");
-  std::string_view authority = rest.substr(0, authority_end);
-  HttpUrl out;
-  if (authority_end != std::string_view::npos) {
-    out.target = std::string(rest.substr(authority_end));
-    if (out.target.front() == '?') out.target.insert(0, "/");
-  }
-  if (authority.find('@') != std::string_view::npos) {
-    return Error(BadUrl(url, "user info is not supported"));
-  }
-  std::string_view port;
-  if (authority.starts_with("[")) {  // RFC 3986 §3.2.2: IP-literal
-    const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Error(BadUrl(url, "unclosed '['"));
-    out.host = std::string(authority.substr(1, close - 1));
-    authority.remove_prefix(close + 1);
-    if (!authority.empty() && authority[0] != ':') return Error(BadUrl(url, "junk after ']'"));
-    if (!authority.empty()) port = authority.substr(1);
-  } else {
-    const std::size_t colon = authority.find(':');
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-  }
-  if (out.host.empty()) return Error(BadUrl(url, "no host"));
-  if (!port.empty() || authority.ends_with(":")) {
-    unsigned value = 0;
-    for (char c : port) {
-      if (c < '0' || c > '9' || value > 65535) return Error(BadUrl(url, "bad port"));
-      value = value * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (port.empty() || value == 0 || value > 65535) return Error(BadUrl(url, "bad port"));
-    out.port = static_cast<std::uint16_t>(value);
-  }
-  return out;
-}
 
 class HttpConnection::Impl {
  public:

@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "net/http_message.h"
+#include "net/url.h"
 
 namespace gpucanary::net {
 
@@ -26,18 +27,6 @@ struct FetchOptions {
   bool accept_gzip = true;  // send "Accept-Encoding: gzip" and decode gzip bodies
   std::size_t max_body_bytes = 64 << 20;  // larger response bodies (decoded) are an error
 };
-
-// The parts of an http:// URL a request needs.
-struct HttpUrl {
-  std::string host;  // "127.0.0.1", "localhost", "::1" (brackets removed)
-  std::uint16_t port = 80;
-  std::string target = "/";  // path and query, never empty; the fragment dropped
-};
-
-// Parses "http://host[:port][/path][?query][#fragment]". Errors:
-// kInvalidArgument "bad URL 'ftp://x': only http:// is supported" style (not
-// http, no host, bad port, user info, spaces or control characters).
-Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
 // One request on a fresh connection, closed afterwards. Gzip bodies are
 // decoded (see HttpResponse). Any status is a successful fetch; errors are

@@ -1,5 +1,9 @@
 #include "net/url.h"
 
+#include <algorithm>
+
+#include "net/http_message.h"
+
 namespace gpucanary::net {
 namespace {
 
@@ -10,12 +14,12 @@ int HexValue(char c) {
   return -1;
 }
 
-Result<std::string> Decode(std::string_view s, std::size_t base) {
+Result<std::string> Decode(std::string_view s, std::size_t base, bool plus_is_space = true) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    if (c == '+') {
+    if (c == '+' && plus_is_space) {
       out += ' ';
     } else if (c == '%') {
       const int hi = i + 2 < s.size() ? HexValue(s[i + 1]) : -1;
@@ -33,7 +37,63 @@ Result<std::string> Decode(std::string_view s, std::size_t base) {
   return out;
 }
 
+Status BadUrl(std::string_view url, std::string_view why) {
+  return Status(StatusCode::kInvalidArgument,
+                "bad URL '" + std::string(url) + "': " + std::string(why));
+}
+
 }  // namespace
+
+Result<HttpUrl> ParseHttpUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.size() < kScheme.size() || !EqualsIgnoreCase(url.substr(0, kScheme.size()), kScheme)) {
+    return Error(BadUrl(url, "only http:// is supported"));
+  }
+  if (std::any_of(url.begin(), url.end(),
+                  [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == '\x7f'; })) {
+    return Error(BadUrl(url, "spaces or control characters"));
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  rest = rest.substr(0, rest.find('#'));
+  const std::size_t authority_end = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, authority_end);
+  HttpUrl out;
+  if (authority_end != std::string_view::npos) {
+    out.target = std::string(rest.substr(authority_end));
+    if (out.target.front() == '?') out.target.insert(0, "/");
+  }
+  if (authority.find('@') != std::string_view::npos) {
+    return Error(BadUrl(url, "user info is not supported"));
+  }
+  std::string_view port;
+  if (authority.starts_with("[")) {  // RFC 3986 §3.2.2: IP-literal
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return Error(BadUrl(url, "unclosed '['"));
+    out.host = std::string(authority.substr(1, close - 1));
+    authority.remove_prefix(close + 1);
+    if (!authority.empty() && authority[0] != ':') return Error(BadUrl(url, "junk after ']'"));
+    if (!authority.empty()) port = authority.substr(1);
+  } else {
+    const std::size_t colon = authority.find(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
+  }
+  if (out.host.empty()) return Error(BadUrl(url, "no host"));
+  if (!port.empty() || authority.ends_with(":")) {
+    unsigned value = 0;
+    for (char c : port) {
+      if (c < '0' || c > '9' || value > 65535) return Error(BadUrl(url, "bad port"));
+      value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (port.empty() || value == 0 || value > 65535) return Error(BadUrl(url, "bad port"));
+    out.port = static_cast<std::uint16_t>(value);
+  }
+  return out;
+}
+
+Result<std::string> PathDecode(std::string_view segment) {
+  return Decode(segment, 0, /*plus_is_space=*/false);
+}
 
 std::string UrlEncode(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";

@@ -1,7 +1,8 @@
 #pragma once
-// URL query strings and form bodies (application/x-www-form-urlencoded, the
+// http:// URLs, URL query strings and form bodies (application/x-www-form-urlencoded, the
 // WHATWG URL standard's rules): encoding one value, decoding a whole query.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,9 +12,26 @@
 
 namespace gpucanary::net {
 
+// The parts of an http:// URL a request needs.
+struct HttpUrl {
+  std::string host;  // "127.0.0.1", "localhost", "::1" (brackets removed)
+  std::uint16_t port = 80;
+  std::string target = "/";  // path and query, never empty; the fragment dropped
+};
+
+// Parses "http://host[:port][/path][?query][#fragment]". Errors:
+// kInvalidArgument "bad URL 'ftp://x': only http:// is supported" style (not
+// http, no host, bad port, user info, spaces or control characters).
+Result<HttpUrl> ParseHttpUrl(std::string_view url);
+
 // Percent-encodes everything but the unreserved characters A-Z a-z 0-9 - . _ ~
 // (RFC 3986 §2.3), so the result is safe in a query value.
 std::string UrlEncode(std::string_view text);
+
+// Decodes %XX escapes in one URL path segment ("gpu%5Fid" -> "gpu_id"); '+'
+// stays '+' (RFC 3986: only query strings read it as a space). Errors as
+// ParseForm's.
+Result<std::string> PathDecode(std::string_view segment);
 
 // Splits "a=1&b=x%20y&b=z" into (name, value) pairs in order, '+' read as a
 // space and %XX decoded; a pair without '=' has an empty value. Errors:

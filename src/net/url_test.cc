@@ -22,6 +22,13 @@ TEST(UrlTest, ParseFormDecodesPairsInOrder) {
   EXPECT_EQ(ParseForm(UrlEncode("ä%&=+"))->at(0).first, "ä%&=+");
 }
 
+TEST(UrlTest, PathDecodeKeepsPlus) {
+  EXPECT_EQ(*PathDecode("gpu%5Fid"), "gpu_id");
+  EXPECT_EQ(*PathDecode("a+b%20c"), "a+b c");
+  EXPECT_EQ(*PathDecode(UrlEncode("ä/+ x")), "ä/+ x");
+  EXPECT_EQ(PathDecode("ab%2").error().message(), "bad percent escape at offset 2");
+}
+
 TEST(UrlTest, BadEscapesSayWhere) {
   EXPECT_EQ(ParseForm("a=1&b=%4").error().message(), "bad percent escape at offset 6");
   EXPECT_EQ(ParseForm("a=%zz").error().message(), "bad percent escape at offset 2");

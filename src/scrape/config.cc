@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "config/yaml_fields.h"
-#include "net/http_client.h"
+#include "net/url.h"
 
 namespace gpucanary::scrape {
 namespace {

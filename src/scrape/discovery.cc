@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "net/http_client.h"
 #include "scrape/file_sd.h"
 #include "scrape/prometheus_sd.h"
 
@@ -54,6 +55,24 @@ std::string JoinErrors(const std::vector<Status>& errors) {
     out += e.message();
   }
   return out;
+}
+
+// Fetches and parses the active targets of `config.url`. Blocks up to
+// `timeout_ms`. Errors: kUnavailable when Prometheus cannot be reached or
+// answers with a non-200 status; else as ParsePrometheusTargets.
+Result<std::vector<TargetGroup>> FetchPrometheusTargets(const PrometheusSdConfig& config,
+                                                        int timeout_ms,
+                                                        std::vector<Status>* skipped) {
+  net::FetchOptions options;
+  options.timeout_ms = timeout_ms;
+  options.headers.emplace_back("Accept", "application/json");
+  Result<net::HttpResponse> r = net::Fetch(config.url + "/api/v1/targets?state=active", options);
+  if (!r) return Error(r.error());
+  if (r->status != 200) {
+    return Error(StatusCode::kUnavailable,
+                 config.url + "/api/v1/targets: HTTP status " + std::to_string(r->status));
+  }
+  return ParsePrometheusTargets(r->body, config.job, config.url, skipped);
 }
 
 }  // namespace

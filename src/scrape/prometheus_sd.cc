@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "net/http_client.h"
+#include "net/url.h"
 
 namespace gpucanary::scrape {
 namespace {
@@ -74,21 +74,6 @@ Result<std::vector<TargetGroup>> ParsePrometheusTargets(std::string_view json, s
     groups.push_back(std::move(*g));
   }
   return groups;
-}
-
-Result<std::vector<TargetGroup>> FetchPrometheusTargets(const PrometheusSdConfig& config,
-                                                        int timeout_ms,
-                                                        std::vector<Status>* skipped) {
-  net::FetchOptions options;
-  options.timeout_ms = timeout_ms;
-  options.headers.emplace_back("Accept", "application/json");
-  Result<net::HttpResponse> r = net::Fetch(config.url + "/api/v1/targets?state=active", options);
-  if (!r) return Error(r.error());
-  if (r->status != 200) {
-    return Error(StatusCode::kUnavailable,
-                 config.url + "/api/v1/targets: HTTP status " + std::to_string(r->status));
-  }
-  return ParsePrometheusTargets(r->body, config.job, config.url, skipped);
 }
 
 }  // namespace gpucanary::scrape

@@ -33,11 +33,4 @@ Result<std::vector<TargetGroup>> ParsePrometheusTargets(std::string_view json, s
                                                         const std::string& source,
                                                         std::vector<Status>* skipped);
 
-// Fetches and parses the active targets of `config.url`. Blocks up to
-// `timeout_ms`. Errors: kUnavailable when Prometheus cannot be reached or
-// answers with a non-200 status; else as ParsePrometheusTargets.
-Result<std::vector<TargetGroup>> FetchPrometheusTargets(const PrometheusSdConfig& config,
-                                                        int timeout_ms,
-                                                        std::vector<Status>* skipped);
-
 }  // namespace gpucanary::scrape

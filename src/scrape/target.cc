@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "net/http_client.h"
+#include "net/url.h"
 
 namespace gpucanary::scrape {
 

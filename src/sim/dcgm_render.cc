@@ -102,6 +102,20 @@ void AppendFixed6(double v, std::string& out) {
   out.append(buf.data(), res.ptr);
 }
 
+}  // namespace
+
+double DcgmExporterValue(const DcgmFamilyInfo& info, double v) {
+  if (!std::isfinite(v)) return v;
+  if (!info.is_double) return static_cast<double>(ToInt(v));
+  std::string text;
+  AppendFixed6(v, text);
+  double parsed = v;
+  std::from_chars(text.data(), text.data() + text.size(), parsed);
+  return parsed;
+}
+
+namespace {
+
 void AppendLabel(std::string_view name, std::string_view value, std::string& out) {
   out += ',';
   out += name;

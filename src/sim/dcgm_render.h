@@ -40,6 +40,12 @@ struct DcgmFamilyInfo {
 // The row for `field`. REQUIRES: field != SimField::kCount.
 const DcgmFamilyInfo& DcgmFamily(SimField field);
 
+// The value a scraper reads back from the exporter's text for `v` in `field`:
+// INT64 fields rounded to an integer, DOUBLE fields rounded to the 6 decimals
+// of "%f" (formatted and parsed back, so bit-identical to a scrape). Offline
+// recordings store this, so that they match a live scrape of the same run.
+double DcgmExporterValue(const DcgmFamilyInfo& info, double v);
+
 // The err_msg text dcgm-exporter attaches to DCGM_FI_DEV_XID_ERRORS for `code`:
 // "No Error" for 0, the catalog text for known XIDs, "Unknown Error" otherwise.
 std::string_view XidErrMsg(std::int64_t code);

@@ -63,7 +63,7 @@ Result<std::uint64_t> AppendGpu(const Readings& r, const GpuLabels& l, std::int6
     const std::optional<double>& v = r.values[f];
     if (!v) continue;
     const DcgmFamilyInfo& info = DcgmFamily(static_cast<SimField>(f));
-    const double value = info.is_double ? *v : std::round(*v);
+    const double value = DcgmExporterValue(info, *v);
     GC_RETURN_IF_ERROR(writer.Append(info.name, l.labels, value, now_ms));
     ++samples;
   }

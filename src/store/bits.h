@@ -78,6 +78,24 @@ class BitReader {
     return v;
   }
   bool ReadBit() { return Read(1) != 0; }
+
+  // The next `n` bits (1..56) without consuming them; bits past the end of
+  // the input read as 0 (Skip then reports the error).
+  std::uint64_t Peek(int n) {
+    if (avail_ < n) Refill();
+    return buf_ >> (64 - n);
+  }
+  // Consumes `n` bits (0..avail) that Peek has shown.
+  void Skip(int n) {
+    if (avail_ < n) {
+      error_ = true;
+      avail_ = 0;
+      buf_ = 0;
+      return;
+    }
+    buf_ = n == 64 ? 0 : buf_ << n;
+    avail_ -= n;
+  }
   bool error() const { return error_; }
 
   // Tops the buffer up to 57..64 bits: whole bytes, eight at a time when

@@ -48,9 +48,14 @@ void WriteDod(BitBuffer& w, std::int64_t dod) {
 }
 
 std::int64_t ReadDod(BitReader& r) {
-  int ones = 0;
-  while (ones < 4 && r.ReadBit()) ++ones;
-  if (ones == 0) return 0;
+  // The prefix is 0, 10, 110, 1110 or 1111: its leading ones in one peek.
+  const auto head = static_cast<std::uint32_t>(r.Peek(4));
+  const int ones = std::countl_one(head << 28);
+  if (ones == 0) {
+    r.Skip(1);
+    return 0;
+  }
+  r.Skip(ones == 4 ? 4 : ones + 1);
   if (ones == 4) return static_cast<std::int64_t>(r.Read(64));
   const int payload = ones == 1 ? 14 : (ones == 2 ? 17 : 20);  // kDodBuckets
   std::uint64_t v = r.Read(payload);
@@ -93,8 +98,14 @@ void WriteXor(BitBuffer& w, XorState& s, std::uint64_t bits) {
 }
 
 bool ReadXor(BitReader& r, XorState& s) {
-  if (!r.ReadBit()) return !r.error();
-  if (r.ReadBit()) {
+  // 0: the value repeats; 10: the previous window; 11: a new window.
+  const auto head = static_cast<int>(r.Peek(2));
+  if (head < 2) {
+    r.Skip(1);
+    return !r.error();
+  }
+  r.Skip(2);
+  if (head == 3) {
     // 5 bits of leading zeros and 6 of length in one read.
     const auto header = static_cast<int>(r.Read(11));
     const int leading = header >> 6;

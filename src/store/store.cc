@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -728,30 +729,69 @@ void Store::Impl::SyncLoop() {
 namespace {
 
 // Query's series, one entry per label set across segments and the head.
+// Merges one series' chunks from several sources (segments and the head,
+// each with its own symbol table) into one SeriesData. Label sets are
+// compared and hashed as interned strings; a set is expanded into Labels
+// once, when its series is first seen.
 class QueryBuilder {
  public:
   SeriesData& Entry(const Symbols& symbols, const SymLabels& sym) {
-    Labels labels = ExpandLabels(symbols, sym);
-    const std::uint64_t hash = LabelsHash(labels);
-    std::vector<std::size_t>& slots = by_hash_[hash];
-    for (std::size_t i : slots) {
-      if (out_[i].labels == labels) return out_[i];
+    const std::uint64_t hash = Hash(symbols, sym);
+    auto [it, inserted] = first_.try_emplace(hash, out_.size());
+    if (!inserted) {
+      for (std::size_t i = it->second; i != kNoSlot; i = next_[i]) {
+        if (Same(out_[i].labels, symbols, sym)) return out_[i];
+      }
+      next_.push_back(it->second);  // a hash collision: chained in front
+      it->second = out_.size();
+    } else {
+      next_.push_back(kNoSlot);
     }
-    slots.push_back(out_.size());
     out_.emplace_back();
-    out_.back().labels = std::move(labels);
+    out_.back().labels = ExpandLabels(symbols, sym);
     return out_.back();
   }
 
+  // The series sorted by labels (a permutation is sorted, then each entry
+  // moved once).
   std::vector<SeriesData> Take() {
-    std::sort(out_.begin(), out_.end(),
-              [](const SeriesData& a, const SeriesData& b) { return a.labels < b.labels; });
-    return std::move(out_);
+    std::vector<std::uint32_t> order(out_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::sort(order.begin(), order.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return out_[a].labels < out_[b].labels; });
+    std::vector<SeriesData> sorted;
+    sorted.reserve(out_.size());
+    for (std::uint32_t i : order) sorted.push_back(std::move(out_[i]));
+    return sorted;
   }
 
  private:
+  static constexpr std::size_t kNoSlot = ~std::size_t{0};
+
+  // Each string's hash seeds the next one's (collisions are resolved by
+  // Same, so this need not match LabelsHash).
+  static std::uint64_t Hash(const Symbols& symbols, const SymLabels& sym) {
+    std::uint64_t h = 0;
+    for (std::uint32_t id : sym) {
+      const std::string_view text = symbols.Get(id);
+      h = XXH3_64bits_withSeed(text.data(), text.size(), h);
+    }
+    return h;
+  }
+  static bool Same(const Labels& labels, const Symbols& symbols, const SymLabels& sym) {
+    if (labels.size() * 2 != sym.size()) return false;
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      if (labels[i].name != symbols.Get(sym[2 * i]) ||
+          labels[i].value != symbols.Get(sym[2 * i + 1])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   std::vector<SeriesData> out_;
-  std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_hash_;
+  std::vector<std::size_t> next_;  // per entry: the next with the same hash
+  std::unordered_map<std::uint64_t, std::size_t> first_;
 };
 
 bool Overlaps(const ChunkLoc& c, std::int64_t mint, std::int64_t maxt) {
