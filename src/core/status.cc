@@ -22,6 +22,10 @@ std::string_view StatusCodeName(StatusCode code) {
       return "unavailable";
     case StatusCode::kOutOfRange:
       return "out_of_range";
+    case StatusCode::kAlreadyExists:
+      return "already_exists";
+    case StatusCode::kFailedPrecondition:
+      return "failed_precondition";
     case StatusCode::kInternal:
       return "internal";
   }

@@ -16,13 +16,15 @@ namespace gpucanary {
 
 enum class StatusCode : std::uint8_t {
   kOk = 0,
-  kInvalidArgument,  // the caller passed something malformed (flags, config)
-  kParseError,       // input data does not follow its format; message has file:line:col
-  kNotFound,         // a file, series or entity that was asked for does not exist
-  kIoError,          // the OS refused a read or write
-  kUnavailable,      // a peer or resource is temporarily unreachable: retry may help
-  kOutOfRange,       // a value outside what the format or the store can represent
-  kInternal,         // an invariant broke inside gpucanary
+  kInvalidArgument,     // the caller passed something malformed (flags, config)
+  kParseError,          // input data does not follow its format; message has file:line:col
+  kNotFound,            // a file, series or entity that was asked for does not exist
+  kIoError,             // the OS refused a read or write
+  kUnavailable,         // a peer or resource is temporarily unreachable: retry may help
+  kOutOfRange,          // a value outside what the format or the store can represent
+  kInternal,            // an invariant broke inside gpucanary
+  kAlreadyExists,       // the thing to create exists (a release's canary)
+  kFailedPrecondition,  // not in a state that allows it (stopping an ended canary)
 };
 
 std::string_view StatusCodeName(StatusCode code);

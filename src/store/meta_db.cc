@@ -7,7 +7,8 @@
 namespace gpucanary::store {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 1: releases, canaries, verdicts, causes. 2: canaries.detail, actions.
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS releases (
@@ -15,8 +16,13 @@ CREATE TABLE IF NOT EXISTS releases (
 CREATE INDEX IF NOT EXISTS releases_by_time ON releases (started_at);
 CREATE TABLE IF NOT EXISTS canaries (
   id TEXT PRIMARY KEY, release_id TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL,
-  state TEXT NOT NULL);
+  state TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '{}');
 CREATE INDEX IF NOT EXISTS canaries_by_release ON canaries (release_id);
+CREATE TABLE IF NOT EXISTS actions (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, canary_id TEXT NOT NULL, name TEXT NOT NULL,
+  kind TEXT NOT NULL, at REAL NOT NULL, duration_ms REAL NOT NULL, ok INTEGER NOT NULL,
+  attempts INTEGER NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS actions_by_canary ON actions (canary_id);
 CREATE TABLE IF NOT EXISTS verdicts (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, canary_id TEXT NOT NULL, at REAL NOT NULL,
   verdict TEXT NOT NULL, score REAL, report TEXT NOT NULL);
@@ -105,6 +111,12 @@ Result<std::unique_ptr<MetaDb>> MetaDb::Open(const std::filesystem::path& file) 
                  file.string() + ": schema version " + std::to_string(version) +
                      " is newer than this gpucanary's " + std::to_string(kSchemaVersion));
   }
+  if (version == 1) {  // canaries gained `detail`; CREATE IF NOT EXISTS keeps old tables
+    if (Status s = meta->Exec("ALTER TABLE canaries ADD COLUMN detail TEXT NOT NULL DEFAULT '{}'");
+        !s.ok()) {
+      return Error(s.WithPrefix(file.string() + ": upgrading schema 1 to 2"));
+    }
+  }
   if (Status s = meta->Exec(kSchema); !s.ok()) return Error(s.WithPrefix(file.string()));
   if (Status s = meta->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion)); !s.ok()) {
     return Error(s);
@@ -180,25 +192,27 @@ Result<std::vector<ReleaseRecord>> MetaDb::ListReleases(const ReleaseFilter& f) 
 Status MetaDb::PutCanary(const CanaryRecord& c) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt st(db_,
-          "INSERT INTO canaries (id, release_id, started_at, ended_at, state) "
-          "VALUES (?1,?2,?3,?4,?5) ON CONFLICT(id) DO UPDATE SET "
+          "INSERT INTO canaries (id, release_id, started_at, ended_at, state, detail) "
+          "VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(id) DO UPDATE SET "
           "release_id = excluded.release_id, started_at = excluded.started_at, "
-          "ended_at = excluded.ended_at, state = excluded.state");
+          "ended_at = excluded.ended_at, state = excluded.state, detail = excluded.detail");
   if (!st.ok()) return SqlError("put canary");
   st.Bind(1, c.id).Bind(2, c.release_id).Bind(3, c.started_at).Bind(4, c.ended_at).Bind(5, c.state);
+  st.Bind(6, c.detail);
   if (st.Step() != SQLITE_DONE) return SqlError("put canary");
   return Status::Ok();
 }
 
 namespace {
 CanaryRecord CanaryFrom(const Stmt& st) {
-  return {st.Text(0), st.Text(1), st.Double(2), st.OptDouble(3), st.Text(4)};
+  return {st.Text(0), st.Text(1), st.Double(2), st.OptDouble(3), st.Text(4), st.Text(5)};
 }
 }  // namespace
 
 Result<std::optional<CanaryRecord>> MetaDb::GetCanary(std::string_view id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt st(db_, "SELECT id, release_id, started_at, ended_at, state FROM canaries WHERE id = ?1");
+  Stmt st(db_,
+          "SELECT id, release_id, started_at, ended_at, state, detail FROM canaries WHERE id = ?1");
   if (!st.ok()) return Error(SqlError("get canary"));
   st.Bind(1, id);
   const int rc = st.Step();
@@ -210,7 +224,7 @@ Result<std::optional<CanaryRecord>> MetaDb::GetCanary(std::string_view id) {
 Result<std::vector<CanaryRecord>> MetaDb::ListCanaries(std::string_view release_id) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt st(db_,
-          "SELECT id, release_id, started_at, ended_at, state FROM canaries "
+          "SELECT id, release_id, started_at, ended_at, state, detail FROM canaries "
           "WHERE (?1 = '' OR release_id = ?1) ORDER BY started_at DESC, id");
   if (!st.ok()) return Error(SqlError("list canaries"));
   st.Bind(1, release_id);
@@ -218,6 +232,35 @@ Result<std::vector<CanaryRecord>> MetaDb::ListCanaries(std::string_view release_
   int rc = 0;
   while ((rc = st.Step()) == SQLITE_ROW) out.push_back(CanaryFrom(st));
   if (rc != SQLITE_DONE) return Error(SqlError("list canaries"));
+  return out;
+}
+
+Status MetaDb::AddAction(const ActionRecord& a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_,
+          "INSERT INTO actions (canary_id, name, kind, at, duration_ms, ok, attempts, detail) "
+          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)");
+  if (!st.ok()) return SqlError("insert action");
+  st.Bind(1, a.canary_id).Bind(2, a.name).Bind(3, a.kind).Bind(4, a.at).Bind(5, a.duration_ms);
+  st.Bind(6, std::int64_t{a.ok ? 1 : 0}).Bind(7, std::int64_t{a.attempts}).Bind(8, a.detail);
+  if (st.Step() != SQLITE_DONE) return SqlError("insert action");
+  return Status::Ok();
+}
+
+Result<std::vector<ActionRecord>> MetaDb::Actions(std::string_view canary_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_,
+          "SELECT canary_id, name, kind, at, duration_ms, ok, attempts, detail FROM actions "
+          "WHERE canary_id = ?1 ORDER BY seq");
+  if (!st.ok()) return Error(SqlError("list actions"));
+  st.Bind(1, canary_id);
+  std::vector<ActionRecord> out;
+  int rc = 0;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    out.push_back({st.Text(0), st.Text(1), st.Text(2), st.Double(3), st.Double(4), st.Int(5) != 0,
+                   static_cast<int>(st.Int(6)), st.Text(7)});
+  }
+  if (rc != SQLITE_DONE) return Error(SqlError("list actions"));
   return out;
 }
 

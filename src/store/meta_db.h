@@ -34,7 +34,20 @@ struct CanaryRecord {
   std::string release_id;
   double started_at = 0;
   std::optional<double> ended_at;
-  std::string state;  // "running", "passed", "failed", "inconclusive", "aborted"
+  std::string state;          // "running", "passed", "failed", "inconclusive", "aborted"
+  std::string detail = "{}";  // JSON: what the canary needs to resume (hosts, options)
+};
+
+// One circuit-breaker action run for a canary (docs/actions.md).
+struct ActionRecord {
+  std::string canary_id;
+  std::string name;  // as configured
+  std::string kind;  // "webhook", "command", ...
+  double at = 0;     // Unix seconds it started
+  double duration_ms = 0;
+  bool ok = false;
+  int attempts = 0;
+  std::string detail;  // status code, exit code or error
 };
 
 struct CauseRecord {
@@ -81,6 +94,10 @@ class MetaDb {
   Status PutCanary(const CanaryRecord& canary);
   Result<std::optional<CanaryRecord>> GetCanary(std::string_view id);
   Result<std::vector<CanaryRecord>> ListCanaries(std::string_view release_id);
+
+  // Records an action's outcome; Actions lists a canary's in the order added.
+  Status AddAction(const ActionRecord& action);
+  Result<std::vector<ActionRecord>> Actions(std::string_view canary_id);
 
   // Adds a verdict and its causes in one transaction.
   Status AddVerdict(const VerdictRecord& verdict);

@@ -1,6 +1,7 @@
 #include "store/meta_db.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +79,48 @@ TEST_F(MetaDbTest, CanariesAndVerdictsWithCauses) {
   EXPECT_EQ((*vs)[0].causes[0].kind, "power_brake");
   EXPECT_FALSE((*vs)[0].causes[1].since.has_value());
   EXPECT_EQ((*db)->ListCanaries("r1")->size(), 1U);
+}
+
+TEST_F(MetaDbTest, CanaryDetailAndActionsAreKept) {
+  auto db = MetaDb::Open(File());
+  ASSERT_TRUE(
+      (*db)
+          ->PutCanary({"c1", "r1", 100, std::nullopt, "running", R"({"canary":["node-4"]})"})
+          .ok());
+  EXPECT_EQ((*(*db)->GetCanary("c1"))->detail, R"({"canary":["node-4"]})");
+  ASSERT_TRUE((*db)->AddAction({"c1", "page", "webhook", 130, 12.5, true, 2, "HTTP 200"}).ok());
+  ASSERT_TRUE((*db)->AddAction({"c1", "cordon", "command", 131, 40, false, 1, "exit 1"}).ok());
+  ASSERT_TRUE((*db)->AddAction({"c2", "page", "webhook", 140, 3, true, 1, "HTTP 204"}).ok());
+  auto actions = (*db)->Actions("c1");
+  ASSERT_TRUE(actions.has_value());
+  ASSERT_EQ(actions->size(), 2U);
+  EXPECT_EQ((*actions)[0].name, "page");
+  EXPECT_EQ((*actions)[0].attempts, 2);
+  EXPECT_FALSE((*actions)[1].ok);
+  EXPECT_EQ((*actions)[1].detail, "exit 1");
+}
+
+TEST_F(MetaDbTest, ASchemaOneFileIsUpgradedInPlace) {
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(File().c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw,
+                           "CREATE TABLE canaries (id TEXT PRIMARY KEY, release_id TEXT NOT NULL, "
+                           "started_at REAL NOT NULL, ended_at REAL, state TEXT NOT NULL);"
+                           "INSERT INTO canaries VALUES ('old', 'r0', 50, 60, 'passed');"
+                           "PRAGMA user_version=1;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto db = MetaDb::Open(File());
+  ASSERT_TRUE(db.has_value()) << db.error().ToString();
+  auto old = (*db)->GetCanary("old");
+  ASSERT_TRUE(old.has_value() && old->has_value());
+  EXPECT_EQ((*old)->state, "passed");
+  EXPECT_EQ((*old)->detail, "{}");
+  ASSERT_TRUE((*db)->PutCanary({"new", "r1", 100, std::nullopt, "running", R"({"a":1})"}).ok());
+  EXPECT_TRUE((*db)->AddAction({"new", "page", "webhook", 1, 1, true, 1, ""}).ok());
 }
 
 TEST_F(MetaDbTest, AnAcknowledgedWriteSurvivesKillNine) {

@@ -104,7 +104,7 @@ class Replay::Impl final : public SeriesSink {
   Impl(std::vector<ReplayInput> inputs, const ReplayOptions& options)
       : inputs_(std::move(inputs)), options_(options) {}
 
-  Status OpenSources();
+  Status OpenSources(const Replay::SourceFactory& make);
   Result<bool> Next(Tick& tick);
 
   Result<std::uint32_t> AddSeries(int input, const expfmt::SampleView& sample,
@@ -137,7 +137,7 @@ class Replay::Impl final : public SeriesSink {
 
   std::vector<ReplayInput> inputs_;
   ReplayOptions options_;
-  std::vector<std::unique_ptr<ReplaySource>> sources_;
+  std::vector<std::unique_ptr<TickSource>> sources_;
   std::vector<Series> series_;
   std::vector<Cell> cells_;
   std::unordered_map<std::uint64_t, std::uint32_t> cell_ids_;
@@ -147,9 +147,12 @@ class Replay::Impl final : public SeriesSink {
   Status error_;
 };
 
-Status Replay::Impl::OpenSources() {
+Status Replay::Impl::OpenSources(const Replay::SourceFactory& make) {
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
-    auto source = ReplaySource::Open(inputs_[i], static_cast<int>(i), options_, *this);
+    Result<std::unique_ptr<TickSource>> source =
+        make ? make(inputs_[i], static_cast<int>(i), *this)
+             : Result<std::unique_ptr<TickSource>>(
+                   ReplaySource::Open(inputs_[i], static_cast<int>(i), options_, *this));
     if (!source) return source.error();
     sources_.push_back(std::move(*source));
   }
@@ -316,7 +319,7 @@ Result<bool> Replay::Impl::Next(Tick& tick) {
     }
     // A source may still hold samples of tick t until it has read past
     // t + window (or ended); read the one that lags, one chunk at a time.
-    ReplaySource* lagging = nullptr;
+    TickSource* lagging = nullptr;
     for (auto& source : sources_) {
       if (!source->eof() &&
           (t == kNoTick || source->max_tick() == kNoTick || source->max_tick() < t + 1 + window)) {
@@ -329,6 +332,7 @@ Result<bool> Replay::Impl::Next(Tick& tick) {
         error_ = st;
         return Error(std::move(st));
       }
+      if (lagging->stalled()) return false;  // a live source: nothing newer yet
       continue;
     }
     if (t == kNoTick) return false;
@@ -468,7 +472,16 @@ Result<std::unique_ptr<Replay>> Replay::Open(std::vector<ReplayInput> inputs,
                                              const ReplayOptions& options) {
   if (inputs.empty()) return Error(StatusCode::kInvalidArgument, "replay: no recordings given");
   auto impl = std::make_unique<Impl>(std::move(inputs), options);
-  GC_RETURN_IF_ERROR(impl->OpenSources());
+  GC_RETURN_IF_ERROR(impl->OpenSources(nullptr));
+  return std::unique_ptr<Replay>(new Replay(std::move(impl)));
+}
+
+Result<std::unique_ptr<Replay>> Replay::OpenWith(std::vector<ReplayInput> inputs,
+                                                 const SourceFactory& make,
+                                                 const ReplayOptions& options) {
+  if (inputs.empty()) return Error(StatusCode::kInvalidArgument, "replay: no inputs given");
+  auto impl = std::make_unique<Impl>(std::move(inputs), options);
+  GC_RETURN_IF_ERROR(impl->OpenSources(make));
   return std::unique_ptr<Replay>(new Replay(std::move(impl)));
 }
 

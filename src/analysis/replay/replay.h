@@ -61,6 +61,7 @@
 // Thread-compatible: one thread uses a Replay and its Ticks.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -176,8 +177,16 @@ struct ReplayStats {
   std::uint64_t ticks = 0;
 };
 
+class SeriesSink;
+class TickSource;
+
 class Replay {
  public:
+  // Builds the source of input `index` (replay_source.h): how a live canary
+  // replays from the store instead of files (analysis/live).
+  using SourceFactory = std::function<Result<std::unique_ptr<TickSource>>(
+      const ReplayInput& input, int index, SeriesSink& sink)>;
+
   // Opens every input (nothing is read yet). Errors: kInvalidArgument for no
   // inputs, kNotFound / kIoError for a file that cannot be opened.
   static Result<std::unique_ptr<Replay>> Open(std::vector<ReplayInput> inputs,
@@ -185,6 +194,13 @@ class Replay {
   ~Replay();
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
+
+  // A replay over sources made by `make`, one per input in order; `path` in
+  // each input only names it in messages. Next returns false when a source
+  // is stalled (a live one has nothing newer yet): call it again later.
+  static Result<std::unique_ptr<Replay>> OpenWith(std::vector<ReplayInput> inputs,
+                                                  const SourceFactory& make,
+                                                  const ReplayOptions& options = {});
 
   // Fills `tick` (cleared first, its capacity reused) with the next second and
   // returns true; false at the end. After an error, every call returns it again.

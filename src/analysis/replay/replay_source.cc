@@ -100,7 +100,7 @@ ReplaySource::ReplaySource(const ReplayInput& input, int index, expfmt::Format f
 
 ReplaySource::~ReplaySource() { gzclose(file_); }
 
-void ReplaySource::Recycle(std::vector<PendingSample>&& samples) {
+void TickSource::Recycle(std::vector<PendingSample>&& samples) {
   samples.clear();
   spare_.push_back(std::move(samples));
 }
@@ -192,7 +192,7 @@ void ReplaySource::OnSample(const expfmt::SampleView& sample, std::string_view f
   File(tick, PendingSample{series, value, sink_.Observe(series, value)});
 }
 
-void ReplaySource::File(std::int64_t tick, const PendingSample& sample) {
+void TickSource::File(std::int64_t tick, const PendingSample& sample) {
   // Nearly always the newest tick; older ones (within the window) are searched.
   auto it = pending_.end();
   while (it != pending_.begin() && std::prev(it)->tick > tick) --it;

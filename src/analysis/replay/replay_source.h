@@ -57,31 +57,56 @@ class SeriesSink {
   virtual ReplayStats& mutable_stats() = 0;
 };
 
-class ReplaySource {
+// Where a Replay's samples come from: a recording (ReplaySource) or, for a
+// live canary, the store (analysis/live). A source files each sample under
+// its tick in pending(); Replay merges the sources' ticks in time order.
+class TickSource {
+ public:
+  virtual ~TickSource() = default;
+
+  // Reads more input, filing its samples in pending(). A source with nothing
+  // new for now (a live one, caught up with the store) sets stalled(); at the
+  // end of its input it sets eof(). Errors end the replay.
+  virtual Status ReadChunk() = 0;
+
+  bool eof() const { return eof_; }
+  bool stalled() const { return stalled_; }
+  // Every tick below max_tick() - window is complete in pending() (the
+  // replay's reorder window); kNoTick before the first sample.
+  std::int64_t max_tick() const { return max_tick_; }
+  std::deque<PendingTick>& pending() { return pending_; }
+  // Returns a drained tick's sample vector for reuse.
+  void Recycle(std::vector<PendingSample>&& samples);
+
+ protected:
+  // Files `sample` under `tick`, keeping pending() in tick order.
+  void File(std::int64_t tick, const PendingSample& sample);
+
+  std::deque<PendingTick> pending_;
+  std::vector<std::vector<PendingSample>> spare_;
+  std::int64_t max_tick_ = kNoTick;
+  bool eof_ = false;
+  bool stalled_ = false;
+};
+
+class ReplaySource final : public TickSource {
  public:
   // Opens `input` (format detected unless forced). Errors: kNotFound, kIoError.
   static Result<std::unique_ptr<ReplaySource>> Open(const ReplayInput& input, int index,
                                                     const ReplayOptions& options, SeriesSink& sink);
-  ~ReplaySource();
+  ~ReplaySource() override;
   ReplaySource(const ReplaySource&) = delete;
   ReplaySource& operator=(const ReplaySource&) = delete;
 
   // Reads and parses one chunk (whole lines), filing its samples in pending().
   // At the end of the file, checks end-of-input rules and sets eof(). Errors:
   // see replay.h; "FILE:LINE:COL: ..." where a line is at fault.
-  Status ReadChunk();
-
-  bool eof() const { return eof_; }
-  std::int64_t max_tick() const { return max_tick_; }
-  std::deque<PendingTick>& pending() { return pending_; }
-  // Returns a drained tick's sample vector for reuse.
-  void Recycle(std::vector<PendingSample>&& samples);
+  Status ReadChunk() override;
 
  private:
   ReplaySource(const ReplayInput& input, int index, expfmt::Format format, gzFile file,
                const ReplayOptions& options, SeriesSink& sink);
   void OnSample(const expfmt::SampleView& sample, std::string_view family, expfmt::MetricType type);
-  void File(std::int64_t tick, const PendingSample& sample);
   // "FILE:LINE:COL" of a position inside the chunk being parsed.
   std::string Where(const char* position) const;
   std::uint64_t LineAt(std::uint64_t offset) const;  // 1-based line starting at byte `offset`
@@ -100,11 +125,7 @@ class ReplaySource {
   std::uint64_t bytes_ = 0;                // uncompressed bytes parsed so far
   FlatHashMap<std::uint32_t> series_ids_;  // XXH3(name + label block) -> series
   std::string key_scratch_;
-  std::deque<PendingTick> pending_;
-  std::vector<std::vector<PendingSample>> spare_;
-  std::int64_t max_tick_ = kNoTick;
   Status error_;
-  bool eof_ = false;
 };
 
 }  // namespace gpucanary::analysis

@@ -1,0 +1,84 @@
+#pragma once
+// A Replay source that reads the embedded store instead of a recording: how a
+// live canary feeds the judge (docs/canaries.md, "One engine, two feeds").
+// Everything after the source — series table, GPU and node mapping, counter
+// increases, histogram buckets, missing data — is Replay's, so the same
+// telemetry gives the same ticks from a file or from the store.
+//
+//   std::vector<StoreTickSource*> sources;
+//   auto replay = OpenStoreReplay(store, {{"canary", Role::kCanary, canary_matchers},
+//                                         {"baseline", Role::kBaseline, base_matchers}},
+//                                 from_s, &sources);
+//   for (auto* s : sources) s->SetReadyThrough(now_s - lag);
+//   while (*(*replay)->Next(tick)) judge.Add(tick, Catalog::Of(**replay));
+//
+// The store keeps no metric types, so they are inferred: a `_bucket` series
+// with an `le` label is a histogram bucket of the family without `_bucket`;
+// `_count` and `_sum` series are histogram counters; DCGM counters and names
+// ending in `_total` are counters (Replay's rule); everything else is a gauge.
+// NaN samples (staleness markers included) and DCGM blank sentinels are no
+// data, as in a recording.
+//
+// Thread-compatible: the Replay's thread calls SetReadyThrough and Close.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/replay/replay.h"
+#include "analysis/replay/replay_source.h"
+#include "core/flat_hash_map.h"
+#include "store/matcher.h"
+#include "store/store.h"
+
+namespace gpucanary::analysis {
+
+class StoreTickSource final : public TickSource {
+ public:
+  // Reads the series matching `matchers` from second `from_s` on, as input
+  // `index` of the replay whose series table is `sink`.
+  StoreTickSource(const store::Store& store, std::vector<store::Matcher> matchers, std::string name,
+                  int index, int reorder_window_s, std::int64_t from_s, SeriesSink& sink);
+
+  // Seconds up to and including `tick` are complete in the store (every
+  // scrape that can carry them has landed); ReadChunk reads up to there.
+  void SetReadyThrough(std::int64_t tick);
+  // No more seconds will become ready: once what is ready is read, eof().
+  void Close() { closed_ = true; }
+
+  // Reads up to kSliceSeconds ready seconds from the store; stalled() when
+  // none is ready. Errors: the store's (a chunk that does not decode).
+  Status ReadChunk() override;
+
+  // At most this many seconds per ReadChunk, so that filing a sample under
+  // its tick stays a short search from the newest tick.
+  static constexpr std::int64_t kSliceSeconds = 16;
+
+ private:
+  const store::Store& store_;
+  std::vector<store::Matcher> matchers_;
+  std::string name_;
+  int index_;
+  int window_;
+  SeriesSink& sink_;
+  std::int64_t next_;             // first second not read yet
+  std::int64_t ready_ = kNoTick;  // last second that may be read
+  bool closed_ = false;
+  FlatHashMap<std::uint32_t> series_ids_;  // LabelsHash -> replay series
+};
+
+struct StoreInput {
+  std::string name;  // names the input in messages ("canary {Hostname=~\"node-4\"}")
+  Role role = Role::kBaseline;
+  std::vector<store::Matcher> matchers;
+};
+
+// A replay of `inputs` from the store, from second `from_s` on. `sources`
+// (optional) receives the sources, in input order, to advance them.
+Result<std::unique_ptr<Replay>> OpenStoreReplay(const store::Store& store,
+                                                std::vector<StoreInput> inputs, std::int64_t from_s,
+                                                std::vector<StoreTickSource*>* sources,
+                                                const ReplayOptions& options = {});
+
+}  // namespace gpucanary::analysis

@@ -1,0 +1,426 @@
+#include "canary/manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "analysis/live/store_source.h"
+#include "analysis/report/report_json.h"
+
+namespace gpucanary::canary {
+namespace {
+
+using Json = nlohmann::json;
+
+// The exporters name the host label either way (DESIGN.md §3).
+constexpr std::string_view kHostLabels[] = {"Hostname", "hostname"};
+
+std::string RegexQuote(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// "a|b|c" matching exactly the hosts.
+std::string HostRegex(const std::vector<std::string>& hosts) {
+  std::string regex;
+  for (const std::string& h : hosts) {
+    if (!regex.empty()) regex += '|';
+    regex += RegexQuote(h);
+  }
+  return regex;
+}
+
+double Seconds(std::int64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
+// floor(ms / 1000) for any sign.
+std::int64_t FloorSeconds(std::int64_t ms) {
+  return ms >= 0 ? ms / 1000 : -((-(ms + 1)) / 1000) - 1;
+}
+
+}  // namespace
+
+struct CanaryManager::Canary {
+  CanaryView view;
+  std::int64_t end_s = 0;  // the last second judged
+  std::unique_ptr<analysis::Replay> replay;
+  std::vector<analysis::StoreTickSource*> sources;
+  std::unique_ptr<analysis::Judge> judge;
+  analysis::Tick tick;
+  // What was last committed to MetaDb: a verdict row is added when it changes.
+  std::string persisted_verdict;
+  std::size_t persisted_causes = 0;
+  bool aborted = false;  // Stop() asked
+};
+
+CanaryManager::CanaryManager(store::Store& store, store::MetaDb& meta, const Clock& clock,
+                             CanaryOptions options, CanaryHooks hooks)
+    : store_(store),
+      meta_(meta),
+      clock_(clock),
+      options_(std::move(options)),
+      hooks_(std::move(hooks)) {}
+
+CanaryManager::~CanaryManager() { StopThread(); }
+
+void CanaryManager::Log(const std::string& line) const {
+  if (hooks_.log) hooks_.log(line);
+}
+
+std::vector<std::string> CanaryManager::HostsOf(const std::vector<store::Matcher>& matchers,
+                                                std::int64_t now_ms) const {
+  std::set<std::string> hosts;
+  auto series = store_.SeriesIn(matchers, now_ms - options_.discovery_window_s * 1000, now_ms);
+  if (!series) return {};
+  for (const store::Labels& labels : *series) {
+    for (std::string_view label : kHostLabels) {
+      const std::string_view v = store::LabelValue(labels, label);
+      if (!v.empty()) hosts.emplace(v);
+    }
+  }
+  return {hosts.begin(), hosts.end()};
+}
+
+std::vector<std::string> CanaryManager::PickBaseline(const std::vector<std::string>& canary,
+                                                     std::int64_t now_ms) const {
+  // Every present host with the GPU models it carries.
+  std::map<std::string, std::set<std::string>> models;
+  auto series =
+      store_.SeriesIn({*store::Matcher::Make(store::Matcher::Type::kRegex, "modelName", ".+")},
+                      now_ms - options_.discovery_window_s * 1000, now_ms);
+  if (!series) return {};
+  for (const store::Labels& labels : *series) {
+    for (std::string_view label : kHostLabels) {
+      const std::string_view host = store::LabelValue(labels, label);
+      if (!host.empty()) models[std::string(host)].emplace(store::LabelValue(labels, "modelName"));
+    }
+  }
+  std::set<std::string> wanted;
+  for (const std::string& h : canary) {
+    if (auto it = models.find(h); it != models.end())
+      wanted.insert(it->second.begin(), it->second.end());
+  }
+  std::vector<std::string> out;
+  for (const auto& [host, host_models] : models) {
+    if (static_cast<int>(out.size()) >= options_.baseline_nodes) break;
+    if (std::find(canary.begin(), canary.end(), host) != canary.end()) continue;
+    const bool same_model =
+        wanted.empty() || std::any_of(host_models.begin(), host_models.end(),
+                                      [&](const std::string& m) { return wanted.contains(m); });
+    if (same_model) out.push_back(host);
+  }
+  return out;
+}
+
+Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
+    const std::string& id, const std::string& release_id, double started_at,
+    std::vector<std::string> canary_hosts, std::vector<std::string> baseline_hosts) {
+  auto c = std::make_unique<Canary>();
+  c->view.id = id;
+  c->view.release_id = release_id;
+  c->view.state = "running";
+  c->view.started_at = started_at;
+  c->view.canary_hosts = std::move(canary_hosts);
+  c->view.baseline_hosts = std::move(baseline_hosts);
+  const auto start_s = static_cast<std::int64_t>(std::floor(started_at));
+  c->end_s = start_s + options_.duration_s - 1;
+  std::vector<analysis::StoreInput> inputs;
+  auto add = [&](analysis::Role role, const std::vector<std::string>& hosts) {
+    if (hosts.empty()) return;
+    const std::string regex = HostRegex(hosts);
+    for (std::string_view label : kHostLabels) {
+      auto matcher = store::Matcher::Make(store::Matcher::Type::kRegex, std::string(label), regex);
+      if (!matcher) continue;  // hosts are label values: always a valid regex
+      inputs.push_back({std::string(analysis::RoleName(role)) + " {" + std::string(label) + "=~\"" +
+                            regex + "\"}",
+                        role,
+                        {std::move(*matcher)}});
+    }
+  };
+  add(analysis::Role::kCanary, c->view.canary_hosts);
+  add(analysis::Role::kBaseline, c->view.baseline_hosts);
+  auto replay = analysis::OpenStoreReplay(store_, std::move(inputs), start_s - options_.history_s,
+                                          &c->sources);
+  if (!replay) return Error(replay.error());
+  c->replay = std::move(*replay);
+  c->judge = std::make_unique<analysis::Judge>(analysis::JudgeOptions{options_.policy, start_s});
+  c->view.report = c->judge->Snapshot();
+  return c;
+}
+
+Status CanaryManager::Persist(Canary& c, bool with_verdict) {
+  Json detail = {{"canary_hosts", c.view.canary_hosts},
+                 {"baseline_hosts", c.view.baseline_hosts},
+                 {"duration_s", options_.duration_s},
+                 {"history_s", options_.history_s}};
+  GC_RETURN_IF_ERROR(meta_.PutCanary({c.view.id, c.view.release_id, c.view.started_at,
+                                      c.view.ended_at, c.view.state, detail.dump()}));
+  if (!with_verdict) return Status::Ok();
+  const analysis::Report& r = c.view.report;
+  store::VerdictRecord v;
+  v.canary_id = c.view.id;
+  v.at = r.last_tick.value_or(Seconds(clock_.NowMs()));
+  v.verdict = std::string(analysis::VerdictName(r.verdict));
+  v.score = r.score;
+  v.report = analysis::ReportToJson(r);
+  for (const analysis::Cause& cause : r.causes) {
+    v.causes.push_back({cause.kind, cause.scope, cause.since, cause.summary});
+  }
+  GC_RETURN_IF_ERROR(meta_.AddVerdict(v));
+  c.persisted_verdict = v.verdict;
+  c.persisted_causes = r.causes.size();
+  return Status::Ok();
+}
+
+Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
+  if (request.release_id.empty()) return Error(StatusCode::kInvalidArgument, "release id is empty");
+  const std::int64_t now = clock_.NowMs();
+  std::vector<std::string> canary = request.targets;
+  if (canary.empty() && !request.selector.empty()) canary = HostsOf(request.selector, now);
+  if (canary.empty()) {
+    return Error(StatusCode::kInvalidArgument,
+                 request.targets.empty() && request.selector.empty()
+                     ? "release " + request.release_id + " names no targets and no selector"
+                     : "release " + request.release_id +
+                           ": its selector matches no host with telemetry in the last " +
+                           std::to_string(options_.discovery_window_s) + " s");
+  }
+  std::sort(canary.begin(), canary.end());
+  canary.erase(std::unique(canary.begin(), canary.end()), canary.end());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (canaries_.contains(request.release_id)) {
+      return Error(StatusCode::kAlreadyExists,
+                   "release " + request.release_id + " already has a canary");
+    }
+  }
+  if (auto existing = meta_.GetCanary(request.release_id); existing && existing->has_value()) {
+    return Error(StatusCode::kAlreadyExists,
+                 "release " + request.release_id + " already has a canary");
+  }
+  std::vector<std::string> baseline = PickBaseline(canary, now);
+  auto built = Build(request.release_id, request.release_id, request.started_at, canary, baseline);
+  if (!built) return Error(built.error());
+  Canary& c = **built;
+  GC_RETURN_IF_ERROR(Persist(c, false));
+  std::vector<std::string> all = canary;
+  all.insert(all.end(), baseline.begin(), baseline.end());
+  if (hooks_.set_fast) hooks_.set_fast(c.view.id, all);
+  Log("canary " + c.view.id + ": " + std::to_string(canary.size()) + " canary host(s), " +
+      std::to_string(baseline.size()) + " baseline host(s)" +
+      (baseline.empty() ? " (none matched: judged against its own history)" : ""));
+  const std::string id = c.view.id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    canaries_.emplace(id, std::move(*built));
+  }
+  wake_.notify_all();
+  return id;
+}
+
+Status CanaryManager::Resume() {
+  auto records = meta_.ListCanaries("");
+  if (!records) return records.error();
+  for (const store::CanaryRecord& r : *records) {
+    if (r.state != "running") continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (canaries_.contains(r.id)) continue;
+    }
+    std::vector<std::string> canary;
+    std::vector<std::string> baseline;
+    Json detail = Json::parse(r.detail, nullptr, /*allow_exceptions=*/false);
+    if (detail.is_object() && detail.contains("canary_hosts") &&
+        detail["canary_hosts"].is_array()) {
+      for (const Json& h : detail["canary_hosts"]) {
+        if (h.is_string()) canary.push_back(h.get<std::string>());
+      }
+      if (detail.contains("baseline_hosts") && detail["baseline_hosts"].is_array()) {
+        for (const Json& h : detail["baseline_hosts"]) {
+          if (h.is_string()) baseline.push_back(h.get<std::string>());
+        }
+      }
+    }
+    auto built = canary.empty() ? Result<std::unique_ptr<Canary>>(Error(
+                                      StatusCode::kParseError, "no canary hosts in its record"))
+                                : Build(r.id, r.release_id, r.started_at, canary, baseline);
+    if (!built) {
+      Log("canary " + r.id + ": cannot resume (" + built.error().message() + "); aborted");
+      store::CanaryRecord aborted = r;
+      aborted.state = "aborted";
+      aborted.ended_at = Seconds(clock_.NowMs());
+      GC_RETURN_IF_ERROR(meta_.PutCanary(aborted));
+      continue;
+    }
+    // The verdict last committed: replaying the same telemetry reaches it again
+    // without adding a row for it.
+    if (auto verdicts = meta_.Verdicts(r.id); verdicts && !verdicts->empty()) {
+      (*built)->persisted_verdict = verdicts->back().verdict;
+      (*built)->persisted_causes = verdicts->back().causes.size();
+    }
+    std::vector<std::string> all = canary;
+    all.insert(all.end(), baseline.begin(), baseline.end());
+    if (hooks_.set_fast) hooks_.set_fast(r.id, all);
+    Log("canary " + r.id + ": resumed; replaying its window from the store");
+    std::lock_guard<std::mutex> lock(mu_);
+    canaries_.emplace(r.id, std::move(*built));
+  }
+  wake_.notify_all();
+  return Status::Ok();
+}
+
+Status CanaryManager::Stop(std::string_view id, std::string_view reason) {
+  std::lock_guard<std::mutex> poll(poll_mu_);  // not in the middle of its step
+  Canary* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = canaries_.find(id);
+    if (it == canaries_.end()) {
+      return Status(StatusCode::kNotFound, "no canary " + std::string(id));
+    }
+    c = it->second.get();
+    if (c->view.state != "running") {
+      return Status(StatusCode::kFailedPrecondition,
+                    "canary " + std::string(id) + " has ended (" + c->view.state + ")");
+    }
+    c->view.state = "aborted";
+    c->view.ended_at = Seconds(clock_.NowMs());
+  }
+  if (hooks_.clear_fast) hooks_.clear_fast(c->view.id);
+  Log("canary " + c->view.id + ": stopped (" + std::string(reason) + ")");
+  return Persist(*c, false);
+}
+
+void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
+  const std::int64_t ready = FloorSeconds(now_ms - options_.lag_ms) - 1;
+  const std::int64_t through = std::min(ready, c.end_s);
+  for (analysis::StoreTickSource* s : c.sources) {
+    s->SetReadyThrough(through);
+    if (through == c.end_s) s->Close();
+  }
+  bool fed = false;
+  for (;;) {
+    Result<bool> more = c.replay->Next(c.tick);
+    if (!more) {
+      Log("canary " + c.view.id + ": " + more.error().message() + "; aborted");
+      std::lock_guard<std::mutex> lock(mu_);
+      c.view.state = "aborted";
+      c.view.ended_at = Seconds(now_ms);
+      c.view.report.notes.push_back("aborted: " + more.error().message());
+      break;
+    }
+    if (!*more) break;
+    c.judge->Add(c.tick, analysis::Catalog::Of(*c.replay));
+    fed = true;
+  }
+  if (c.view.state == "aborted") {
+    if (hooks_.clear_fast) hooks_.clear_fast(c.view.id);
+    if (Status st = Persist(c, false); !st.ok()) Log("canary " + c.view.id + ": " + st.message());
+    return;
+  }
+  if (!fed && through < c.end_s) return;
+  analysis::Report report = c.judge->Snapshot();
+  bool ended = false;
+  std::string state = "running";
+  if (report.verdict == analysis::Verdict::kFail) {
+    state = "failed";
+    ended = true;
+  } else if (through >= c.end_s && c.sources.front()->eof()) {
+    report = c.judge->Finish();
+    state = report.verdict == analysis::Verdict::kPass   ? "passed"
+            : report.verdict == analysis::Verdict::kFail ? "failed"
+                                                         : "inconclusive";
+    ended = true;
+  }
+  const bool changed = std::string(analysis::VerdictName(report.verdict)) != c.persisted_verdict ||
+                       report.causes.size() != c.persisted_causes || ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.view.report = std::move(report);
+    c.view.last_tick =
+        c.view.report.last_tick
+            ? std::optional<std::int64_t>(static_cast<std::int64_t>(*c.view.report.last_tick))
+            : std::nullopt;
+    c.view.state = state;
+    if (ended) c.view.ended_at = Seconds(now_ms);
+  }
+  if (changed) {
+    if (Status st = Persist(c, true); !st.ok()) Log("canary " + c.view.id + ": " + st.message());
+  }
+  if (!ended) return;
+  if (hooks_.clear_fast) hooks_.clear_fast(c.view.id);
+  Log("canary " + c.view.id + ": " + state);
+  if (state == "failed" && hooks_.on_fail) {
+    CanaryView view;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      view = c.view;
+    }
+    hooks_.on_fail(view);
+  }
+}
+
+void CanaryManager::Poll() {
+  std::lock_guard<std::mutex> poll(poll_mu_);
+  std::vector<Canary*> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, c] : canaries_) {
+      if (c->view.state == "running") running.push_back(c.get());
+    }
+  }
+  const std::int64_t now = clock_.NowMs();
+  for (Canary* c : running) Step(*c, now);
+}
+
+std::optional<CanaryView> CanaryManager::Get(std::string_view id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = canaries_.find(id);
+  if (it == canaries_.end()) return std::nullopt;
+  return it->second->view;
+}
+
+std::vector<CanaryView> CanaryManager::List() const {
+  std::vector<CanaryView> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, c] : canaries_) out.push_back(c->view);
+  }
+  std::sort(out.begin(), out.end(), [](const CanaryView& a, const CanaryView& b) {
+    return a.started_at != b.started_at ? a.started_at > b.started_at : a.id < b.id;
+  });
+  return out;
+}
+
+void CanaryManager::StartThread() {
+  std::lock_guard<std::mutex> lock(thread_mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> guard(thread_mu_);
+    while (!stopping_) {
+      guard.unlock();
+      Poll();
+      guard.lock();
+      wake_.wait_for(guard, std::chrono::milliseconds(options_.poll_ms),
+                     [this] { return stopping_; });
+    }
+  });
+}
+
+void CanaryManager::StopThread() {
+  {
+    std::lock_guard<std::mutex> lock(thread_mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gpucanary::canary

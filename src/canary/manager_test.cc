@@ -1,0 +1,252 @@
+// The live canary end to end below the HTTP layer: the simulator's
+// power-brake fleet in a real store, a CanaryManager on a ManualClock fed
+// second by second, the verdict and its cause committed to SQLite, the fail
+// handler called once, and a restart in the middle that resumes the canary.
+
+#include "canary/manager.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/report/report_json.h"
+#include "expfmt/reader.h"
+#include "recording/recording_writer.h"
+#include "sim/engine.h"
+#include "sim/offline.h"
+#include "sim/scenario.h"
+
+namespace gpucanary::canary {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kStart = 1764680000;  // the simulator's t = 0 (Unix s)
+
+// node-4 gets a release at 20 s whose fp8 kernel trips the power brake.
+constexpr std::string_view kScenario = R"(seed: 7
+duration: 140s
+fleet:
+  - {nodes: "node-[1-5]", gpu: h100-sxm, driver: "580.105.08"}
+releases:
+  stable: {profile: baseline}
+  fp8-kernel: {profile: baseline, power_spikiness: 2.5}
+traffic: {rps: 200}
+events:
+  - {at: 0s, deploy: stable, nodes: all}
+  - {at: 20s, deploy: fp8-kernel, nodes: [node-4]}
+)";
+
+class CanaryManagerTest : public ::testing::Test {
+ protected:
+  // The scenario's telemetry, simulated once for every test as a recording;
+  // each test loads it into its own store the way the scraper appends.
+  static void SetUpTestSuite() {
+    recording_ = new fs::path(fs::temp_directory_path() /
+                              ("gc_canary_" + std::to_string(::getpid()) + ".om"));
+    Simulate(*recording_);
+  }
+  static void TearDownTestSuite() {
+    fs::remove(*recording_);
+    delete recording_;
+    recording_ = nullptr;
+  }
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gc_canary_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    OpenStores();
+  }
+  void TearDown() override {
+    manager_.reset();
+    meta_.reset();
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  static void Simulate(const fs::path& out) {
+    auto scenario = sim::ParseScenario(kScenario, "test.yaml");
+    ASSERT_TRUE(scenario.has_value()) << scenario.error().ToString();
+    sim::Engine engine(*scenario);
+    const std::string path = out.string();
+    auto writer = recording::RecordingWriter::Open(path);
+    ASSERT_TRUE(writer.has_value());
+    std::vector<recording::RecordingWriter*> per_node(engine.node_count(), writer->get());
+    sim::OfflineOptions options;
+    options.duration_s = scenario->duration_s;
+    ASSERT_TRUE(sim::WriteScenarioRecording(engine, options, per_node).has_value());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+
+  void OpenStores() {
+    auto store = store::Store::Open(dir_ / "data", {});
+    ASSERT_TRUE(store.has_value()) << store.error().ToString();
+    store_ = std::move(*store);
+    auto meta = store::MetaDb::Open(dir_ / "data" / "meta.sqlite");
+    ASSERT_TRUE(meta.has_value()) << meta.error().ToString();
+    meta_ = std::move(*meta);
+  }
+
+  void LoadTelemetry() {
+    std::ifstream in(*recording_);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto app = store_->NewAppender();
+    std::size_t pending = 0;
+    expfmt::ExpositionReader reader(
+        expfmt::Format::kOpenMetrics, "telemetry.om", expfmt::ReadOptions{},
+        [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
+          store::Labels labels = {{"__name__", std::string(s.name)}};
+          for (const auto& l : s.labels)
+            labels.push_back({std::string(l.name), std::string(l.value)});
+          store::SortLabels(labels);
+          auto ref = app->Series(labels);
+          ASSERT_TRUE(ref.has_value()) << ref.error().ToString();
+          ASSERT_TRUE(app->Append(*ref, s.timestamp_ms, s.value).ok());
+          if (++pending == 4096) {
+            ASSERT_TRUE(app->Commit().has_value());
+            pending = 0;
+          }
+        });
+    ASSERT_TRUE(reader.Feed(text.str(), true));
+    ASSERT_TRUE(app->Commit().has_value());
+  }
+
+  void NewManager() {
+    CanaryOptions options;
+    options.policy = analysis::DefaultPolicy();
+    options.history_s = 15;
+    options.duration_s = 100;
+    options.baseline_nodes = 3;
+    CanaryHooks hooks;
+    hooks.set_fast = [this](const std::string& key, const std::vector<std::string>& hosts) {
+      fast_[key] = hosts;
+    };
+    hooks.clear_fast = [this](const std::string& key) { fast_.erase(key); };
+    hooks.on_fail = [this](const CanaryView& view) { failed_.push_back(view); };
+    hooks.log = [this](std::string_view line) { log_.emplace_back(line); };
+    manager_ = std::make_unique<CanaryManager>(*store_, *meta_, clock_, options, hooks);
+  }
+
+  // Advances the clock a second at a time to `until` (Unix s), polling.
+  void RunUntil(std::int64_t until) {
+    while (clock_.NowMs() < until * 1000) {
+      clock_.Advance(1000);
+      manager_->Poll();
+    }
+  }
+
+  static fs::path* recording_;
+  fs::path dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::MetaDb> meta_;
+  ManualClock clock_{(kStart + 22) * 1000};
+  std::unique_ptr<CanaryManager> manager_;
+  std::map<std::string, std::vector<std::string>> fast_;
+  std::vector<CanaryView> failed_;
+  std::vector<std::string> log_;
+};
+
+fs::path* CanaryManagerTest::recording_ = nullptr;
+
+TEST_F(CanaryManagerTest, APowerBrakeReleaseFailsLiveAndTheBreakerIsCalledOnce) {
+  LoadTelemetry();
+  NewManager();
+  auto id = manager_->Start({.release_id = "fp8-kernel",
+                             .started_at = static_cast<double>(kStart + 20),
+                             .targets = {"node-4"},
+                             .selector = {},
+                             .previous = "stable"});
+  ASSERT_TRUE(id.has_value()) << id.error().ToString();
+  auto view = manager_->Get(*id);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->canary_hosts, std::vector<std::string>{"node-4"});
+  EXPECT_EQ(view->baseline_hosts, (std::vector<std::string>{"node-1", "node-2", "node-3"}));
+  ASSERT_EQ(fast_.count("fp8-kernel"), 1U);
+  EXPECT_EQ(fast_["fp8-kernel"].size(), 4U);
+
+  RunUntil(kStart + 140);
+  view = manager_->Get(*id);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->state, "failed");
+  ASSERT_EQ(failed_.size(), 1U);
+  bool brake = false;
+  for (const analysis::Cause& c : view->report.causes) {
+    brake = brake || (c.kind == "power_brake" && c.scope == "release");
+  }
+  EXPECT_TRUE(brake) << analysis::ReportToJson(view->report);
+  EXPECT_FALSE(fast_.contains("fp8-kernel"));  // fast scraping ends with the canary
+  // Decided within seconds of the brake, not at the end of the window.
+  ASSERT_TRUE(view->report.decided_at.has_value());
+  EXPECT_LT(*view->report.decided_at, static_cast<double>(kStart + 60));
+
+  auto record = meta_->GetCanary(*id);
+  ASSERT_TRUE(record.has_value() && record->has_value());
+  EXPECT_EQ((*record)->state, "failed");
+  auto verdicts = meta_->Verdicts(*id);
+  ASSERT_TRUE(verdicts.has_value());
+  ASSERT_FALSE(verdicts->empty());
+  EXPECT_EQ(verdicts->back().verdict, "fail");
+  EXPECT_FALSE(verdicts->back().causes.empty());
+}
+
+TEST_F(CanaryManagerTest, ARestartMidCanaryResumesFromTheStore) {
+  LoadTelemetry();
+  NewManager();
+  ASSERT_TRUE(manager_
+                  ->Start({.release_id = "fp8-kernel",
+                           .started_at = static_cast<double>(kStart + 20),
+                           .targets = {"node-4"},
+                           .selector = {},
+                           .previous = "stable"})
+                  .has_value());
+  RunUntil(kStart + 26);  // running, nothing decided yet
+  EXPECT_EQ(manager_->Get("fp8-kernel")->state, "running");
+  manager_.reset();  // the daemon dies
+
+  NewManager();
+  ASSERT_TRUE(manager_->Resume().ok());
+  auto view = manager_->Get("fp8-kernel");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->state, "running");
+  EXPECT_EQ(view->baseline_hosts, (std::vector<std::string>{"node-1", "node-2", "node-3"}));
+  RunUntil(kStart + 140);
+  EXPECT_EQ(manager_->Get("fp8-kernel")->state, "failed");
+  EXPECT_EQ(failed_.size(), 1U);
+  // A second canary for the same release is refused, before and after.
+  auto again = manager_->Start({.release_id = "fp8-kernel",
+                                .started_at = static_cast<double>(kStart + 20),
+                                .targets = {"node-4"},
+                                .selector = {},
+                                .previous = ""});
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(CanaryManagerTest, ReleasesWithoutHostsAreRefusedWithAReason) {
+  NewManager();
+  auto none = manager_->Start(
+      {.release_id = "r", .started_at = 1, .targets = {}, .selector = {}, .previous = ""});
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().message(), "release r names no targets and no selector");
+  auto empty = manager_->Start(
+      {.release_id = "r",
+       .started_at = 1,
+       .targets = {},
+       .selector = {*store::Matcher::Make(store::Matcher::Type::kEqual, "Hostname", "node-99")},
+       .previous = ""});
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_NE(empty.error().message().find("matches no host"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpucanary::canary
