@@ -1,0 +1,215 @@
+#include "canary/api.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "analysis/report/report_json.h"
+
+namespace gpucanary::canary {
+namespace {
+
+using Json = nlohmann::json;
+
+void ReplyJson(net::HttpResponse& response, int status, const Json& body) {
+  response.status = status;
+  response.content_type = "application/json";
+  response.body = body.dump();
+}
+
+void Success(net::HttpResponse& response, Json data) {
+  ReplyJson(response, 200, {{"status", "success"}, {"data", std::move(data)}});
+}
+
+void Failure(net::HttpResponse& response, int status, std::string_view type,
+             std::string_view message) {
+  ReplyJson(response, status, {{"status", "error"}, {"errorType", type}, {"error", message}});
+}
+
+Json OptionalNumber(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? Json(*v) : Json(nullptr);
+}
+
+Json Summary(const CanaryView& c) {
+  return {{"id", c.id},
+          {"release", c.release_id},
+          {"state", c.state},
+          {"verdict", analysis::VerdictName(c.report.verdict)},
+          {"started_at", c.started_at},
+          {"ended_at", OptionalNumber(c.ended_at)},
+          {"canary_hosts", c.canary_hosts},
+          {"baseline_hosts", c.baseline_hosts},
+          {"last_tick", c.last_tick ? Json(*c.last_tick) : Json(nullptr)}};
+}
+
+// The reason a verdict endpoint gives: the first failing cause, else the
+// judge's first note, else where the canary stands.
+std::string Reason(const CanaryView& c) {
+  for (const analysis::Cause& cause : c.report.causes) {
+    if (cause.failing) return cause.summary;
+  }
+  if (c.state == "running") {
+    return "running: " +
+           (c.last_tick ? std::to_string(*c.last_tick - static_cast<std::int64_t>(c.started_at) + 1)
+                        : std::string("0")) +
+           " s of the release judged";
+  }
+  if (!c.report.notes.empty()) return c.report.notes.front();
+  return "canary " + c.state;
+}
+
+}  // namespace
+
+CanaryApi::CanaryApi(CanaryManager& manager, store::MetaDb& meta,
+                     std::function<void(std::string_view)> log)
+    : manager_(manager), meta_(meta), log_(std::move(log)) {}
+
+bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {
+  static constexpr std::string_view kCanaries = "/api/v1/canaries";
+  static constexpr std::string_view kFlagger = "/api/v1/flagger/";
+  const std::string_view path = request.path;
+  if (path.starts_with(kFlagger)) {
+    if (request.method != "POST") {
+      response.headers.emplace_back("Allow", "POST");
+      Failure(response, 405, "bad_data", "Flagger webhooks are POST");
+      return true;
+    }
+    Flagger(path.substr(kFlagger.size()), request, response);
+    return true;
+  }
+  if (path != kCanaries && !path.starts_with(std::string(kCanaries) + "/")) return false;
+  std::string_view rest = path.substr(kCanaries.size());
+  if (!rest.empty()) rest.remove_prefix(1);
+  std::string_view action;
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    action = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+  }
+  const bool is_stop = action == "stop";
+  const char* allowed = is_stop ? "POST" : "GET, HEAD";
+  if ((is_stop && request.method != "POST") ||
+      (!is_stop && request.method != "GET" && request.method != "HEAD")) {
+    response.headers.emplace_back("Allow", allowed);
+    Failure(response, 405, "bad_data", std::string("this endpoint takes ") + allowed);
+    return true;
+  }
+  if (rest.empty()) {
+    Json data = Json::array();
+    for (const CanaryView& c : manager_.List()) data.push_back(Summary(c));
+    Success(response, std::move(data));
+    return true;
+  }
+  const std::string id(rest);
+  const std::optional<CanaryView> c = manager_.Get(id);
+  if (action == "verdict") {
+    // Always 200: Argo Rollouts reads the body's fields, not the status.
+    if (!c) {
+      ReplyJson(response, 200,
+                {{"verdict", "inconclusive"},
+                 {"decided", false},
+                 {"score", 0.0},
+                 {"reason", "no canary " + id}});
+      return true;
+    }
+    ReplyJson(response, 200,
+              {{"verdict", analysis::VerdictName(c->report.verdict)},
+               {"decided", c->report.decided_at.has_value() || c->state != "running"},
+               {"score", c->report.score},
+               {"reason", Reason(*c)}});
+    return true;
+  }
+  if (!c) {
+    Failure(response, 404, "not_found", "no canary " + id);
+    return true;
+  }
+  if (is_stop) {
+    if (Status st = manager_.Stop(id, "POST /api/v1/canaries/" + id + "/stop"); !st.ok()) {
+      Failure(response, st.code() == StatusCode::kFailedPrecondition ? 409 : 500,
+              st.code() == StatusCode::kFailedPrecondition ? "conflict" : "internal", st.message());
+      return true;
+    }
+    Success(response, Summary(*manager_.Get(id)));
+    return true;
+  }
+  if (!action.empty()) {
+    Failure(response, 404, "not_found", "no endpoint " + std::string(path));
+    return true;
+  }
+  Json data = Summary(*c);
+  data["reason"] = Reason(*c);
+  data["report"] = Json::parse(analysis::ReportToJson(c->report));
+  Json actions = Json::array();
+  if (auto recorded = meta_.Actions(id)) {
+    for (const store::ActionRecord& a : *recorded) {
+      actions.push_back({{"name", a.name},
+                         {"kind", a.kind},
+                         {"at", a.at},
+                         {"duration_ms", a.duration_ms},
+                         {"ok", a.ok},
+                         {"attempts", a.attempts},
+                         {"detail", a.detail}});
+    }
+  }
+  data["actions"] = std::move(actions);
+  Success(response, std::move(data));
+  return true;
+}
+
+void CanaryApi::Flagger(std::string_view hook, const net::HttpRequest& request,
+                        net::HttpResponse& response) const {
+  if (hook != "confirm-promotion" && hook != "rollback" && hook != "pre-rollout" &&
+      hook != "event") {
+    Failure(response, 404, "not_found",
+            "no Flagger hook '" + std::string(hook) +
+                "' (confirm-promotion, rollback, pre-rollout, event)");
+    return;
+  }
+  const Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object()) {
+    Failure(response, 400, "bad_data", "the webhook body is not a JSON object");
+    return;
+  }
+  std::string id;
+  if (body.contains("metadata") && body["metadata"].is_object()) {
+    for (const char* key : {"canary", "release"}) {
+      if (body["metadata"].contains(key) && body["metadata"][key].is_string()) {
+        id = body["metadata"][key].get<std::string>();
+        break;
+      }
+    }
+  }
+  const std::string flagger_name =
+      body.contains("name") && body["name"].is_string() ? body["name"].get<std::string>() : "";
+  if (log_) {
+    log_("flagger " + std::string(hook) + " for " + (flagger_name.empty() ? "?" : flagger_name) +
+         (id.empty() ? "" : " (canary " + id + ")"));
+  }
+  if (hook == "pre-rollout" || hook == "event") {
+    Success(response, {{"hook", hook}, {"canary", id}});
+    return;
+  }
+  if (id.empty()) {
+    Failure(response, 400, "bad_data",
+            "the webhook's metadata names no canary: set metadata.canary to the release id");
+    return;
+  }
+  const std::optional<CanaryView> c = manager_.Get(id);
+  if (!c) {
+    Failure(response, 404, "not_found", "no canary " + id);
+    return;
+  }
+  const std::string reason = Reason(*c);
+  if (hook == "confirm-promotion") {
+    const bool passed = c->state == "passed" ||
+                        (c->report.verdict == analysis::Verdict::kPass && c->state == "running");
+    ReplyJson(response, passed ? 200 : 403,
+              {{"canary", id}, {"state", c->state}, {"promote", passed}, {"reason", reason}});
+    return;
+  }
+  const bool failed = c->state == "failed";  // hook == "rollback"
+  ReplyJson(response, failed ? 200 : 409,
+            {{"canary", id}, {"state", c->state}, {"rollback", failed}, {"reason", reason}});
+}
+
+}  // namespace gpucanary::canary
