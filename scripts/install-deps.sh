@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpucanary needs to build, test and benchmark.
-# Idempotent: packages already present are left alone. Runs as root (or via sudo).
+# Installs the Debian 12 packages gpucanary needs to build, test and benchmark,
+# then the dashboard's JavaScript dependencies (web/package-lock.json).
+# Idempotent: packages already present are left alone, and web/node_modules is
+# rebuilt only when the lock file changed. Runs as root (or via sudo).
 set -euo pipefail
 
 PACKAGES=(
@@ -20,7 +22,11 @@ PACKAGES=(
   prometheus                      # integration tests scrape the simulator with a real Prometheus
   libgtest-dev libgmock-dev       # unit tests
   libbenchmark-dev                # benchmarks
+  nodejs                          # the dashboard's npm dependencies and its browser test
+  chromium                        # the dashboard's browser test (tests/browser)
 )
+# npm comes with NodeSource's nodejs, which conflicts with Debian's npm package.
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -29,12 +35,25 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The dashboard's JavaScript (uPlot, built into the binary; playwright-core
+# for the browser test), exactly as the lock file pins it. `npm ci` rebuilds
+# node_modules from scratch, so it runs only when the lock file differs from
+# the one it last installed (a stamp inside node_modules).
+web="$(dirname "$0")/../web"
+stamp="$web/node_modules/.gpucanary-lock.sha256"
+lock_sum=$(sha256sum < "$web/package-lock.json")
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$lock_sum" ]]; then
+  echo "install-deps: web/node_modules up to date"
+else
+  npm ci --prefix "$web" --no-audit --no-fund
+  echo "$lock_sum" > "$stamp"
+fi

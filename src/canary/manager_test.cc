@@ -9,40 +9,21 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "analysis/report/report_json.h"
-#include "expfmt/reader.h"
-#include "recording/recording_writer.h"
-#include "sim/engine.h"
-#include "sim/offline.h"
-#include "sim/scenario.h"
+#include "canary/test_util.h"
 
 namespace gpucanary::canary {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::int64_t kStart = 1764680000;  // the simulator's t = 0 (Unix s)
-
-// node-4 gets a release at 20 s whose fp8 kernel trips the power brake.
-constexpr std::string_view kScenario = R"(seed: 7
-duration: 140s
-fleet:
-  - {nodes: "node-[1-5]", gpu: h100-sxm, driver: "580.105.08"}
-releases:
-  stable: {profile: baseline}
-  fp8-kernel: {profile: baseline, power_spikiness: 2.5}
-traffic: {rps: 200}
-events:
-  - {at: 0s, deploy: stable, nodes: all}
-  - {at: 20s, deploy: fp8-kernel, nodes: [node-4]}
-)";
+using testing::kSimStart;
+constexpr std::int64_t kStart = kSimStart;
 
 class CanaryManagerTest : public ::testing::Test {
  protected:
@@ -74,17 +55,7 @@ class CanaryManagerTest : public ::testing::Test {
   }
 
   static void Simulate(const fs::path& out) {
-    auto scenario = sim::ParseScenario(kScenario, "test.yaml");
-    ASSERT_TRUE(scenario.has_value()) << scenario.error().ToString();
-    sim::Engine engine(*scenario);
-    const std::string path = out.string();
-    auto writer = recording::RecordingWriter::Open(path);
-    ASSERT_TRUE(writer.has_value());
-    std::vector<recording::RecordingWriter*> per_node(engine.node_count(), writer->get());
-    sim::OfflineOptions options;
-    options.duration_s = scenario->duration_s;
-    ASSERT_TRUE(sim::WriteScenarioRecording(engine, options, per_node).has_value());
-    ASSERT_TRUE((*writer)->Close().ok());
+    testing::Simulate(testing::kPowerBrakeScenario, out);
   }
 
   void OpenStores() {
@@ -96,30 +67,7 @@ class CanaryManagerTest : public ::testing::Test {
     meta_ = std::move(*meta);
   }
 
-  void LoadTelemetry() {
-    std::ifstream in(*recording_);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto app = store_->NewAppender();
-    std::size_t pending = 0;
-    expfmt::ExpositionReader reader(
-        expfmt::Format::kOpenMetrics, "telemetry.om", expfmt::ReadOptions{},
-        [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
-          store::Labels labels = {{"__name__", std::string(s.name)}};
-          for (const auto& l : s.labels)
-            labels.push_back({std::string(l.name), std::string(l.value)});
-          store::SortLabels(labels);
-          auto ref = app->Series(labels);
-          ASSERT_TRUE(ref.has_value()) << ref.error().ToString();
-          ASSERT_TRUE(app->Append(*ref, s.timestamp_ms, s.value).ok());
-          if (++pending == 4096) {
-            ASSERT_TRUE(app->Commit().has_value());
-            pending = 0;
-          }
-        });
-    ASSERT_TRUE(reader.Feed(text.str(), true));
-    ASSERT_TRUE(app->Commit().has_value());
-  }
+  void LoadTelemetry() { testing::LoadRecording(*recording_, *store_); }
 
   void NewManager() {
     CanaryOptions options;

@@ -33,5 +33,7 @@ void RegisterSimCommand(CLI::App& app, CommandContext& ctx);
 void RegisterJudgeCommand(CLI::App& app, CommandContext& ctx);
 void RegisterServeCommand(CLI::App& app, CommandContext& ctx);
 void RegisterBackfillCommand(CLI::App& app, CommandContext& ctx);
+void RegisterReleaseCommand(CLI::App& app, CommandContext& ctx);
+void RegisterReportCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

@@ -27,6 +27,8 @@ int Run(int argc, char** argv) {
   RegisterJudgeCommand(app, ctx);
   RegisterServeCommand(app, ctx);
   RegisterBackfillCommand(app, ctx);
+  RegisterReleaseCommand(app, ctx);
+  RegisterReportCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -8,7 +8,11 @@
 #include <utility>
 
 #include "core/time_format.h"
+#include "daemon/auth.h"
+#include "daemon/canary_service.h"
 #include "daemon/query_api.h"
+#include "daemon/release_api.h"
+#include "dashboard/dashboard.h"
 #include "net/http_server.h"
 #include "remote/receiver.h"
 #include "scrape/scrape_manager.h"
@@ -62,8 +66,11 @@ class Daemon::Impl {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::MetaDb> meta_;
   std::unique_ptr<QueryApi> query_;
+  std::unique_ptr<BearerAuth> auth_;
+  std::unique_ptr<ReleaseApi> releases_;
   std::unique_ptr<remote::Receiver> receiver_;
   std::unique_ptr<scrape::ScrapeManager> scraper_;
+  std::unique_ptr<CanaryService> canaries_;
   std::unique_ptr<net::HttpServer> http_;
   std::uint16_t port_ = 0;
 
@@ -86,6 +93,9 @@ Status Daemon::Impl::Start() {
   meta_ = std::move(*meta);
 
   query_ = std::make_unique<QueryApi>(*store_, clock_);
+  auth_ = std::make_unique<BearerAuth>(config_.auth);
+  releases_ =
+      std::make_unique<ReleaseApi>(*meta_, clock_, config_.releases, config_.publish, options_.log);
   remote::ReceiverOptions ro;
   ro.limits.max_compressed_bytes = config_.max_body_bytes;
   ro.limits.max_decompressed_bytes = config_.max_body_bytes * 4;
@@ -97,6 +107,15 @@ Status Daemon::Impl::Start() {
     // Sources that failed keep being retried; say so and go on.
     Log("serve: scrape discovery: " + s.message());
   }
+
+  CanaryServiceOptions co;
+  co.canary = config_.canary;
+  co.actions = config_.actions;
+  co.log = options_.log;
+  canaries_ = std::make_unique<CanaryService>(*store_, *meta_, clock_, scraper_.get(), co);
+  if (Status s = canaries_->Start(); !s.ok()) return s;
+  releases_->SetOnRelease(
+      [this](const releases::Release& release) { return canaries_->OnRelease(release); });
 
   net::HttpServer::Options ho;
   ho.threads = options_.http_threads;
@@ -122,10 +141,13 @@ void Daemon::Impl::Stop() {
   cv_.notify_all();
   if (retention_.joinable()) retention_.join();
   if (http_) http_->Stop();
+  if (canaries_) canaries_->Stop();  // finishes running actions
   if (scraper_) scraper_->Stop();
   http_.reset();
+  canaries_.reset();
   scraper_.reset();
   receiver_.reset();
+  releases_.reset();  // stops publishing
   query_.reset();
   meta_.reset();
   store_.reset();  // syncs the WAL
@@ -145,7 +167,11 @@ void Daemon::Impl::RetentionLoop() {
 }
 
 void Daemon::Impl::Handle(const net::HttpRequest& request, net::HttpResponse& response) {
+  if (!auth_->Allow(request, response)) return;
+  if (releases_->Handle(request, response)) return;
+  if (canaries_->Handle(request, response)) return;
   if (query_->Handle(request, response)) return;
+  if (dashboard::Handle(request, response)) return;
   const std::string& path = request.path;
   if (path == "/api/v1/write") {
     if (!config_.remote_write) {
@@ -222,6 +248,7 @@ std::string Daemon::Impl::Metrics() const {
     out += remote::WriteErrorName(static_cast<remote::WriteError>(i));
     out += "\"} " + std::to_string(rw.errors[i]) + "\n";
   }
+  releases_->AppendMetrics(out);
   return out;
 }
 

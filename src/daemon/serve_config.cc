@@ -10,7 +10,11 @@
 #include <limits>
 #include <sstream>
 
+#include "analysis/policy/policy.h"
+#include "canary/config.h"
 #include "config/yaml_fields.h"
+#include "net/http_message.h"
+#include "net/url.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -18,10 +22,18 @@ namespace {
 using config::Fields;
 using config::Reporter;
 
-constexpr std::array<std::string_view, 5> kTopKeys = {"listen", "storage", "remote_write", "global",
-                                                      "scrape_configs"};
+constexpr std::array<std::string_view, 10> kTopKeys = {
+    "listen", "storage",  "remote_write", "global", "scrape_configs",
+    "auth",   "releases", "publish",      "canary", "actions"};
 constexpr std::array<std::string_view, 3> kStorageKeys = {"path", "retention", "retention_size"};
 constexpr std::array<std::string_view, 2> kRemoteWriteKeys = {"enabled", "max_body"};
+constexpr std::array<std::string_view, 4> kAuthKeys = {"token", "token_file", "protect_reads",
+                                                       "protect_remote_write"};
+constexpr std::array<std::string_view, 2> kReleasesKeys = {"max_body", "info_window"};
+constexpr std::array<std::string_view, 4> kPublishKeys = {"grafana", "otlp", "timeout", "attempts"};
+constexpr std::array<std::string_view, 5> kGrafanaKeys = {"url", "token", "token_file", "tags",
+                                                          "dashboard_uid"};
+constexpr std::array<std::string_view, 2> kOtlpKeys = {"endpoint", "headers"};
 
 Status ReadListen(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
   auto text = config::ReadString(r, node, "listen");
@@ -94,6 +106,197 @@ Status ReadRemoteWrite(const Reporter& r, const YAML::Node& node, ServeConfig& o
   return Status::Ok();
 }
 
+std::string ResolvePath(const std::string& base, const std::string& path) {
+  std::filesystem::path p(path);
+  return p.is_absolute() || base.empty() ? p.string() : (std::filesystem::path(base) / p).string();
+}
+
+// A bearer token given inline (`token`) or in a file (`token_file`, relative
+// to the config's folder, surrounding whitespace dropped), not both; "" when
+// neither. Messages never echo the token.
+Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std::string& base,
+                              std::string_view parent) {
+  const YAML::Node* inline_token = fields.Find("token");
+  const YAML::Node* file = fields.Find("token_file");
+  if (inline_token != nullptr && file != nullptr) {
+    return r.Fail(*file, config::Child(parent, "token_file"), "give token or token_file, not both");
+  }
+  if (inline_token == nullptr && file == nullptr) return std::string();
+  const YAML::Node& node = inline_token != nullptr ? *inline_token : *file;
+  const std::string field = config::Child(parent, inline_token != nullptr ? "token" : "token_file");
+  auto text = config::ReadString(r, node, field);
+  if (!text) return Error(text.error());
+  std::string token = *text;
+  if (file != nullptr) {
+    auto content = config::ReadConfigFile(ResolvePath(base, *text));
+    if (!content) return r.Fail(node, field, content.error().message());
+    const std::size_t begin = content->find_first_not_of(" \t\r\n");
+    const std::size_t end = content->find_last_not_of(" \t\r\n");
+    token = begin == std::string::npos ? "" : content->substr(begin, end - begin + 1);
+    if (token.empty()) return r.Fail(node, field, "the file '" + *text + "' is empty");
+  }
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      return r.Fail(node, field, "a token must be printable ASCII without spaces");
+    }
+  }
+  return token;
+}
+
+Status ReadAuth(const Reporter& r, const YAML::Node& node, const std::string& base,
+                ServeConfig& out) {
+  auto fields = Fields::Read(r, node, "auth", kAuthKeys);
+  if (!fields) return fields.error();
+  auto token = ReadToken(r, *fields, base, "auth");
+  if (!token) return token.error();
+  out.auth.token = std::move(*token);
+  for (const auto& [key, flag] :
+       {std::pair{"protect_reads", &out.auth.protect_reads},
+        std::pair{"protect_remote_write", &out.auth.protect_remote_write}}) {
+    const YAML::Node* n = fields->Find(key);
+    if (n == nullptr) continue;
+    const std::string field = config::Child("auth", key);
+    auto b = config::ReadBool(r, *n, field);
+    if (!b) return b.error();
+    if (*b && out.auth.token.empty()) {
+      return r.Fail(*n, field, "needs auth.token or auth.token_file");
+    }
+    *flag = *b;
+  }
+  return Status::Ok();
+}
+
+Status ReadReleases(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
+  auto fields = Fields::Read(r, node, "releases", kReleasesKeys);
+  if (!fields) return fields.error();
+  if (const YAML::Node* n = fields->Find("max_body")) {
+    auto text = config::ReadString(r, *n, "releases.max_body");
+    if (!text) return text.error();
+    std::uint64_t bytes = 0;
+    if (!ParseByteSize(*text, &bytes) || bytes == 0 || bytes > (std::uint64_t{64} << 20)) {
+      return r.Fail(*n, "releases.max_body", "bad size '" + *text + "' (1B to 64MiB)");
+    }
+    out.releases.max_body_bytes = static_cast<std::size_t>(bytes);
+  }
+  if (const YAML::Node* n = fields->Find("info_window")) {
+    auto text = config::ReadString(r, *n, "releases.info_window");
+    if (!text) return text.error();
+    std::int64_t ms = 0;
+    if (!scrape::ParsePrometheusDuration(*text, &ms) || ms <= 0) {
+      return r.Fail(*n, "releases.info_window", "bad duration '" + *text + "' (e.g. 7d, 12h)");
+    }
+    out.releases.info_window_ms = ms;
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadHttpUrl(const Reporter& r, const YAML::Node& node, std::string_view field) {
+  auto text = config::ReadString(r, node, field);
+  if (!text) return Error(text.error());
+  if (auto url = net::ParseHttpUrl(*text); !url) return r.Fail(node, field, url.error().message());
+  return *text;
+}
+
+Status ReadGrafana(const Reporter& r, const YAML::Node& node, const std::string& base,
+                   ServeConfig& out) {
+  auto fields = Fields::Read(r, node, "publish.grafana", kGrafanaKeys);
+  if (!fields) return fields.error();
+  releases::GrafanaSinkConfig sink;
+  const YAML::Node* url = fields->Find("url");
+  if (url == nullptr) return r.Fail(fields->mark(), "publish.grafana.url", "required");
+  auto text = ReadHttpUrl(r, *url, "publish.grafana.url");
+  if (!text) return text.error();
+  sink.url = *text;
+  auto token = ReadToken(r, *fields, base, "publish.grafana");
+  if (!token) return token.error();
+  sink.token = std::move(*token);
+  if (const YAML::Node* n = fields->Find("tags")) {
+    if (!n->IsSequence()) return r.Fail(*n, "publish.grafana.tags", "expected a list of tags");
+    for (std::size_t i = 0; i < n->size(); ++i) {
+      auto tag = config::ReadString(r, (*n)[i], config::Index("publish.grafana.tags", i));
+      if (!tag) return tag.error();
+      sink.tags.push_back(*tag);
+    }
+  }
+  if (const YAML::Node* n = fields->Find("dashboard_uid")) {
+    auto uid = config::ReadString(r, *n, "publish.grafana.dashboard_uid");
+    if (!uid) return uid.error();
+    sink.dashboard_uid = *uid;
+  }
+  out.publish.grafana = std::move(sink);
+  return Status::Ok();
+}
+
+// RFC 9110 §5.6.2: token = 1*tchar.
+bool IsHeaderName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status ReadOtlp(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
+  auto fields = Fields::Read(r, node, "publish.otlp", kOtlpKeys);
+  if (!fields) return fields.error();
+  releases::OtlpSinkConfig sink;
+  const YAML::Node* endpoint = fields->Find("endpoint");
+  if (endpoint == nullptr) return r.Fail(fields->mark(), "publish.otlp.endpoint", "required");
+  auto text = ReadHttpUrl(r, *endpoint, "publish.otlp.endpoint");
+  if (!text) return text.error();
+  sink.endpoint = *text;
+  if (const YAML::Node* n = fields->Find("headers")) {
+    auto headers = Fields::Read(r, *n, "publish.otlp.headers", {});
+    if (!headers) return headers.error();
+    for (const Fields::Entry& e : headers->entries()) {
+      const std::string field = config::Child("publish.otlp.headers", e.name);
+      if (!IsHeaderName(e.name) || net::EqualsIgnoreCase(e.name, "content-type") ||
+          net::EqualsIgnoreCase(e.name, "content-length") ||
+          net::EqualsIgnoreCase(e.name, "host")) {
+        return r.Fail(e.key, field, "not a header name gpucanary may set");
+      }
+      auto value = config::ReadString(r, e.value, field);
+      if (!value) return value.error();
+      if (value->find_first_of("\r\n") != std::string::npos ||
+          value->find('\0') != std::string::npos) {
+        return r.Fail(e.value, field, "a header value must not hold line breaks");
+      }
+      sink.headers.emplace_back(e.name, *value);
+    }
+  }
+  out.publish.otlp = std::move(sink);
+  return Status::Ok();
+}
+
+Status ReadPublish(const Reporter& r, const YAML::Node& node, const std::string& base,
+                   ServeConfig& out) {
+  auto fields = Fields::Read(r, node, "publish", kPublishKeys);
+  if (!fields) return fields.error();
+  if (const YAML::Node* n = fields->Find("timeout")) {
+    auto seconds = config::ReadDuration(r, *n, "publish.timeout");
+    if (!seconds) return seconds.error();
+    if (*seconds < 0.001 || *seconds > 600) {
+      return r.Fail(*n, "publish.timeout", "must be from 1ms to 10m");
+    }
+    out.publish.timeout_ms = static_cast<int>(*seconds * 1000);
+  }
+  if (const YAML::Node* n = fields->Find("attempts")) {
+    auto attempts = config::ReadInt(r, *n, "publish.attempts", 1, 100);
+    if (!attempts) return attempts.error();
+    out.publish.attempts = static_cast<int>(*attempts);
+  }
+  if (const YAML::Node* n = fields->Find("grafana")) {
+    if (Status s = ReadGrafana(r, *n, base, out); !s.ok()) return s;
+  }
+  if (const YAML::Node* n = fields->Find("otlp")) {
+    if (Status s = ReadOtlp(r, *n, out); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool ParseByteSize(std::string_view text, std::uint64_t* bytes) {
@@ -131,6 +334,7 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
   const Reporter r{std::string(file_name)};
   const std::string base = std::filesystem::path(file_name).parent_path().string();
   ServeConfig out;
+  out.canary.policy = analysis::DefaultPolicy();
   try {
     YAML::Node root = YAML::Load(std::string(yaml_text));
     if (root.IsNull()) {
@@ -150,6 +354,23 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
     }
     if (const YAML::Node* n = top->Find("remote_write")) {
       if (Status s = ReadRemoteWrite(r, *n, out); !s.ok()) return Error(s);
+    }
+    if (const YAML::Node* n = top->Find("auth")) {
+      if (Status s = ReadAuth(r, *n, base, out); !s.ok()) return Error(s);
+    }
+    if (const YAML::Node* n = top->Find("releases")) {
+      if (Status s = ReadReleases(r, *n, out); !s.ok()) return Error(s);
+    }
+    if (const YAML::Node* n = top->Find("canary")) {
+      if (Status s = canary::ReadCanaryConfig(r, *n, base, out.canary); !s.ok()) return Error(s);
+    }
+    if (const YAML::Node* n = top->Find("actions")) {
+      auto actions = actions::ParseActions(*n, file_name);
+      if (!actions) return Error(actions.error());
+      out.actions = std::move(*actions);
+    }
+    if (const YAML::Node* n = top->Find("publish")) {
+      if (Status s = ReadPublish(r, *n, base, out); !s.ok()) return Error(s);
     }
     auto scrape =
         scrape::ReadScrapeSections(r, top->Find("global"), top->Find("scrape_configs"), base);

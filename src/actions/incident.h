@@ -1,0 +1,63 @@
+#pragma once
+// What the circuit breaker acts on: one failed canary, as plain values that
+// need nothing from the judge or the daemon (the live canary manager fills
+// them from the judge's Report and the release annotation). Also its JSON
+// form, the body webhooks receive and the incident.json of a diagnostic
+// bundle (docs/actions.md, "The incident").
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpucanary::actions {
+
+// The release under canary (DESIGN.md §5).
+struct Release {
+  std::string id;       // "llama3-70b-2026-12-02.1"
+  std::string service;  // "chat-api"; "" when the annotation has none
+  // The annotation as received (a JSON object); "" or "{}" when unknown.
+  // Its "previous" field names the stable release that traffic_shift
+  // sends traffic back to.
+  std::string annotation_json;
+};
+
+// One cause of the verdict (DESIGN.md §6).
+struct IncidentCause {
+  std::string kind;               // "power_brake", "xid_errors", ...
+  std::string scope;              // "release" or "node"
+  std::string node;               // the node it sits on; "": several (see its gpus)
+  std::vector<std::string> gpus;  // "node-4/0", sorted
+  std::string summary;            // one sentence an SRE can act on
+};
+
+struct Incident {
+  Release release;
+  std::string canary_id;  // the live canary (what idempotence is keyed on)
+  std::string verdict = "fail";
+  double decided_at = 0.0;  // Unix seconds of the sample that completed the decision
+  std::vector<IncidentCause> causes;
+  std::vector<std::string> canary_nodes;
+  std::vector<std::string> baseline_nodes;
+
+  // The distinct nodes of node-scoped causes, in first-seen order: what
+  // isolate_node and `{node}` command templates act on. A cause without a
+  // node contributes the hosts of its GPU keys ("node-6/3" -> "node-6").
+  std::vector<std::string> NodeScopedNodes() const;
+  // Whether any cause has this scope ("release" or "node").
+  bool HasScope(const std::string& scope) const;
+  // The distinct cause kinds, in first-seen order.
+  std::vector<std::string> CauseKinds() const;
+  // The stable release to return traffic to: the annotation's "previous"
+  // field; "" when absent or the annotation is not a JSON object.
+  std::string PreviousRelease() const;
+};
+
+// The incident as one JSON object (docs/actions.md):
+//   {"canary": ..., "verdict": "fail", "decided_at": 1764680034.0,
+//    "release": {"id", "service", "annotation": {...}},
+//    "causes": [{"kind", "scope", "node", "gpus", "summary"}],
+//    "canary_nodes": [...], "baseline_nodes": [...]}
+// An annotation that is not valid JSON is sent as a string.
+std::string IncidentToJson(const Incident& incident, int indent = -1);
+
+}  // namespace gpucanary::actions

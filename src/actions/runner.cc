@@ -1,0 +1,115 @@
+#include "actions/runner.h"
+
+#include <utility>
+
+namespace gpucanary::actions {
+
+Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
+  if (options_.clock == nullptr) own_clock_ = std::make_unique<RealClock>();
+  clock_ = options_.clock != nullptr ? options_.clock : own_clock_.get();
+  worker_ = std::thread([this] { Work(); });
+}
+
+Runner::~Runner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+RunTicket Runner::Run(Incident incident, TelemetryWriter telemetry) {
+  const std::string id = incident.canary_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!seen_.insert(id).second) {
+      const bool done = done_.count(id) != 0;
+      return {false, "canary " + id + ": actions already " +
+                         (done ? std::string("run") : std::string("queued or run")) +
+                         "; not running them again"};
+    }
+    queue_.push_back({std::move(incident), std::move(telemetry)});
+  }
+  changed_.notify_all();
+  return {true,
+          "canary " + id + ": " + std::to_string(options_.actions.size()) + " actions queued"};
+}
+
+void Runner::Seed(const std::vector<std::string>& canary_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  seen_.insert(canary_ids.begin(), canary_ids.end());
+}
+
+std::vector<ActionOutcome> Runner::Wait(const std::string& canary_id) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // A canary that was never queued here (unknown, or only Seed()ed) has
+  // nothing to wait for.
+  const auto queued = [&] {
+    if (busy_ && running_ == canary_id) return true;
+    for (const Job& j : queue_) {
+      if (j.incident.canary_id == canary_id) return true;
+    }
+    return false;
+  };
+  changed_.wait(lock, [&] { return done_.count(canary_id) != 0 || !queued(); });
+  auto it = done_.find(canary_id);
+  return it == done_.end() ? std::vector<ActionOutcome>{} : it->second;
+}
+
+std::optional<std::vector<ActionOutcome>> Runner::Outcomes(const std::string& canary_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = done_.find(canary_id);
+  if (it == done_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Runner::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+void Runner::Work() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      // Stopping still drains the queue: a failed canary's actions are the
+      // point of the circuit breaker.
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      running_ = job.incident.canary_id;
+    }
+    const ActionContext context{clock_, options_.flagger_gate, job.telemetry};
+    std::vector<ActionOutcome> outcomes;
+    for (const ActionConfig& action : options_.actions) {
+      ActionOutcome o;
+      std::string why;
+      if (Selects(action, job.incident, &why)) {
+        o = ExecuteAction(action, job.incident, context);
+      } else {
+        o.name = action.name;
+        o.kind = std::string(ActionKindName(action.kind));
+        o.started_at_ms = clock_->NowMs();
+        o.ok = true;
+        o.skipped = true;
+        o.detail = "skipped: " + why;
+      }
+      if (options_.on_outcome) options_.on_outcome(job.incident, o);
+      outcomes.push_back(std::move(o));
+    }
+    if (options_.on_done) options_.on_done(job.incident, outcomes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_[job.incident.canary_id] = std::move(outcomes);
+      busy_ = false;
+      running_.clear();
+    }
+    changed_.notify_all();
+  }
+}
+
+}  // namespace gpucanary::actions

@@ -1,0 +1,211 @@
+// Live canaries wired as the daemon wires them: a stored release starts its
+// canary, the power brake fails it, the circuit breaker's actions run once
+// (a webhook to a real HTTP server, a diagnostic bundle whose recording the
+// judge reads back), their outcomes are committed, Flagger's rollback hook
+// says roll back, and a restarted service neither loses the canary nor acts
+// twice.
+
+#include "daemon/canary_service.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "actions/test_util.h"
+#include "analysis/replay/replay.h"
+#include "canary/test_util.h"
+
+namespace gpucanary::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using canary::testing::kSimStart;
+
+class CanaryServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    recording_ = new fs::path(fs::temp_directory_path() /
+                              ("gc_canary_service_" + std::to_string(::getpid()) + ".om"));
+    canary::testing::Simulate(canary::testing::kPowerBrakeScenario, *recording_);
+  }
+  static void TearDownTestSuite() {
+    fs::remove(*recording_);
+    delete recording_;
+    recording_ = nullptr;
+  }
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gc_canary_service_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    store_ = std::move(*store::Store::Open(dir_ / "data", {}));
+    meta_ = std::move(*store::MetaDb::Open(dir_ / "data" / "meta.sqlite"));
+    canary::testing::LoadRecording(*recording_, *store_);
+  }
+  void TearDown() override {
+    service_.reset();
+    meta_.reset();
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void NewService() {
+    CanaryServiceOptions options;
+    options.canary.policy = analysis::DefaultPolicy();
+    options.canary.history_s = 15;
+    options.canary.duration_s = 100;
+    options.canary.baseline_nodes = 3;
+    const std::string yaml = "actions:\n  - {name: page, kind: webhook, url: '" +
+                             receiver_.Url("/hook") +
+                             "'}\n  - {name: evidence, kind: diagnostic_bundle, dir: '" +
+                             (dir_ / "bundles").string() + "'}\n";
+    auto actions = actions::ParseActions(YAML::Load(yaml)["actions"], "serve.yaml");
+    ASSERT_TRUE(actions.has_value()) << actions.error().ToString();
+    options.actions = std::move(*actions);
+    options.log = [this](std::string_view line) { log_.emplace_back(line); };
+    service_ = std::make_unique<CanaryService>(*store_, *meta_, clock_, nullptr, options);
+  }
+
+  // Stores the release as the release API does, and tells the service.
+  Result<std::optional<std::string>> Announce(const std::string& json) {
+    auto release = releases::ParseRelease(json);
+    EXPECT_TRUE(release.has_value()) << release.error().ToString();
+    EXPECT_TRUE(meta_->PutRelease({release->id, release->service, release->started_at, json}).ok());
+    return service_->OnRelease(*release);
+  }
+
+  void RunUntil(std::int64_t until_s) {
+    while (clock_.NowMs() < until_s * 1000) {
+      clock_.Advance(1000);
+      service_->manager().Poll();
+    }
+  }
+
+  net::HttpResponse Call(const std::string& method, const std::string& path,
+                         const std::string& body = "") {
+    net::HttpRequest request;
+    request.method = method;
+    request.path = path;
+    request.body = body;
+    net::HttpResponse response;
+    EXPECT_TRUE(service_->Handle(request, response)) << path;
+    return response;
+  }
+
+  static fs::path* recording_;
+  fs::path dir_;
+  ManualClock clock_{(kSimStart + 22) * 1000};
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::MetaDb> meta_;
+  actions::test::Receiver receiver_;
+  std::unique_ptr<CanaryService> service_;
+  std::vector<std::string> log_;
+};
+
+fs::path* CanaryServiceTest::recording_ = nullptr;
+
+constexpr char kRelease[] =
+    R"({"id": "fp8-kernel", "service": "chat-api", "started_at": 1764680020,
+        "quantization": "fp8", "targets": ["node-4"], "previous": "stable"})";
+
+TEST_F(CanaryServiceTest, AFailingCanaryPullsTheBrakeOnceAndKeepsTheEvidence) {
+  NewService();
+  ASSERT_TRUE(service_->Start().ok());
+  service_->manager().StopThread();  // the test drives the clock
+  auto id = Announce(kRelease);
+  ASSERT_TRUE(id.has_value()) << id.error().ToString();
+  ASSERT_TRUE(id->has_value());
+  EXPECT_EQ(**id, "fp8-kernel");
+  RunUntil(kSimStart + 60);
+  service_->Stop();  // waits for the actions
+
+  Json v = Json::parse(Call("GET", "/api/v1/canaries/fp8-kernel/verdict").body);
+  EXPECT_EQ(v["verdict"], "fail");
+  EXPECT_EQ(v["decided"], true);
+  EXPECT_NE(v["reason"].get<std::string>().find("power brake"), std::string::npos) << v.dump();
+
+  // The webhook got the incident once.
+  const auto requests = receiver_.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].path, "/hook");
+  Json incident = Json::parse(requests[0].body);
+  EXPECT_EQ(incident["canary"], "fp8-kernel");
+  EXPECT_EQ(incident["release"]["service"], "chat-api");
+  EXPECT_EQ(incident["causes"][0]["kind"], "power_brake");
+
+  // Both outcomes are committed and served.
+  auto recorded = meta_->Actions("fp8-kernel");
+  ASSERT_TRUE(recorded.has_value());
+  ASSERT_EQ(recorded->size(), 2U);
+  EXPECT_TRUE((*recorded)[0].ok) << (*recorded)[0].detail;
+  EXPECT_TRUE((*recorded)[1].ok) << (*recorded)[1].detail;
+  Json state = Json::parse(Call("GET", "/api/v1/canaries/fp8-kernel").body)["data"];
+  EXPECT_EQ(state["state"], "failed");
+  EXPECT_EQ(state["actions"].size(), 2U);
+
+  // The bundle's recording replays: the canary's GPUs and the brake are in it.
+  fs::path bundle;
+  for (const auto& e : fs::directory_iterator(dir_ / "bundles")) bundle = e.path();
+  ASSERT_FALSE(bundle.empty());
+  ASSERT_TRUE(fs::exists(bundle / "incident.json"));
+  auto replay = analysis::Replay::Open(
+      {{(bundle / "telemetry.om").string(), analysis::Role::kCanary, std::nullopt}});
+  ASSERT_TRUE(replay.has_value()) << replay.error().ToString();
+  analysis::Tick tick;
+  double min_clock = 1e9;
+  for (;;) {
+    Result<bool> more = (*replay)->Next(tick);
+    ASSERT_TRUE(more.has_value()) << more.error().ToString();
+    if (!*more) break;
+    const int gpu = (*replay)->GpuId("node-4/0");
+    const int metric = (*replay)->MetricId("DCGM_FI_DEV_SM_CLOCK");
+    if (gpu < 0 || metric < 0) continue;
+    if (const analysis::Point* p = tick.FindGpu(gpu, metric))
+      min_clock = std::min(min_clock, p->value);
+  }
+  EXPECT_LT(min_clock, 1200);  // the ~1050 MHz brake floor
+
+  // Flagger's rollback hook now says roll back.
+  EXPECT_EQ(
+      Call("POST", "/api/v1/flagger/rollback", R"({"metadata":{"canary":"fp8-kernel"}})").status,
+      200);
+}
+
+TEST_F(CanaryServiceTest, ARestartKeepsTheCanaryAndDoesNotActTwice) {
+  NewService();
+  ASSERT_TRUE(service_->Start().ok());
+  service_->manager().StopThread();
+  ASSERT_TRUE(Announce(kRelease).has_value());
+  RunUntil(kSimStart + 60);
+  service_.reset();  // the daemon stops (or dies after committing)
+
+  NewService();
+  ASSERT_TRUE(service_->Start().ok());
+  service_->manager().StopThread();
+  EXPECT_EQ((*meta_->GetCanary("fp8-kernel"))->state, "failed");
+  // A failed canary is not resumed and its actions are not run again.
+  service_->Stop();
+  EXPECT_EQ(receiver_.requests().size(), 1U);
+  EXPECT_EQ(meta_->Actions("fp8-kernel")->size(), 2U);
+}
+
+TEST_F(CanaryServiceTest, ReleasesWithoutHostsStartNoCanary) {
+  NewService();
+  auto none = Announce(R"({"id": "r9", "started_at": 1764680020})");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->has_value());
+  auto nobody =
+      Announce(R"({"id": "r10", "started_at": 1764680020, "selector": "{Hostname=\"node-99\"}"})");
+  ASSERT_FALSE(nobody.has_value());
+  EXPECT_NE(nobody.error().message().find("matches no host"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpucanary::daemon

@@ -1,0 +1,287 @@
+#include "daemon/release_api.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+#include "daemon/query_api.h"
+#include "net/url.h"
+#include "recording/openmetrics_text.h"
+
+namespace gpucanary::daemon {
+namespace {
+
+constexpr std::string_view kCollection = "/api/v1/releases";
+constexpr int kDefaultLimit = 1000;
+constexpr int kMaxLimit = 10000;
+
+void ReplyError(net::HttpResponse& response, int status, std::string_view type,
+                std::string_view message) {
+  response.status = status;
+  response.content_type = "application/json";
+  std::string body = R"({"status":"error","errorType":)";
+  AppendJsonString(body, type);
+  body += R"(,"error":)";
+  AppendJsonString(body, message);
+  body += "}";
+  response.body = std::move(body);
+}
+
+void ReplyData(net::HttpResponse& response, int status, std::string_view data) {
+  response.status = status;
+  response.content_type = "application/json";
+  response.body = R"({"status":"success","data":)";
+  response.body += data;
+  response.body += "}";
+}
+
+void ReplyId(net::HttpResponse& response, int status, std::string_view id) {
+  std::string data = R"({"id":)";
+  AppendJsonString(data, id);
+  data += "}";
+  ReplyData(response, status, data);
+}
+
+void MethodNotAllowed(net::HttpResponse& response, std::string_view allow) {
+  response.status = 405;
+  response.headers.emplace_back("Allow", std::string(allow));
+  response.content_type = "text/plain";
+  response.body = "method not allowed\n";
+}
+
+// The same annotation: equal as JSON values (key order, spacing and number
+// spelling aside: 1764680000 and 1764680000.0 are the same time).
+bool SameAnnotation(std::string_view stored, std::string_view received) {
+  if (stored == received) return true;
+  const auto a = nlohmann::json::parse(stored, nullptr, false);
+  const auto b = nlohmann::json::parse(received, nullptr, false);
+  return !a.is_discarded() && !b.is_discarded() && a == b;
+}
+
+struct ListParams {
+  store::ReleaseFilter filter;
+  std::optional<std::string> error;
+};
+
+ListParams ReadListParams(std::string_view query) {
+  ListParams out;
+  out.filter.limit = kDefaultLimit;
+  auto form = net::ParseForm(query);
+  if (!form) {
+    out.error = "bad query string: " + form.error().message();
+    return out;
+  }
+  for (const auto& [name, value] : *form) {
+    if (name == "service") {
+      out.filter.service = value;
+    } else if (name == "from" || name == "to") {
+      auto t = ParseApiTime(value);
+      if (!t) {
+        out.error = "invalid parameter \"" + name + "\": cannot parse \"" + value +
+                    "\" to a valid timestamp";
+        return out;
+      }
+      (name == "from" ? out.filter.from : out.filter.to) = static_cast<double>(*t) / 1000.0;
+    } else if (name == "limit") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || p != value.data() + value.size() || n < 1 || n > kMaxLimit) {
+        out.error = "invalid parameter \"limit\": expected 1 to " + std::to_string(kMaxLimit) +
+                    ", got \"" + value + "\"";
+        return out;
+      }
+      out.filter.limit = n;
+    }
+  }
+  if (out.filter.from && out.filter.to && *out.filter.to < *out.filter.from) {
+    out.error = "invalid parameter \"to\": before \"from\"";
+  }
+  return out;
+}
+
+void AppendLabel(std::string& out, bool& first, std::string_view name, std::string_view value) {
+  if (value.empty()) return;
+  out += first ? '{' : ',';
+  first = false;
+  out += name;
+  out += "=\"";
+  recording::AppendEscaped(out, value);
+  out += '"';
+}
+
+}  // namespace
+
+ReleaseApi::ReleaseApi(store::MetaDb& meta, const Clock& clock, ReleasesConfig config,
+                       releases::PublishConfig publish, std::function<void(std::string_view)> log)
+    : meta_(meta),
+      clock_(clock),
+      config_(config),
+      log_(std::move(log)),
+      publisher_(std::move(publish), log_) {}
+
+bool ReleaseApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) {
+  const std::string_view path = request.path;
+  const bool read = request.method == "GET" || request.method == "HEAD";
+  if (path == kCollection) {
+    if (read) {
+      List(request, response);
+    } else if (request.method == "POST") {
+      Post(request, response);
+    } else {
+      MethodNotAllowed(response, "GET, HEAD, POST");
+    }
+    return true;
+  }
+  if (!path.starts_with(kCollection) || path.size() <= kCollection.size() + 1 ||
+      path[kCollection.size()] != '/') {
+    return false;
+  }
+  const std::string_view segment = path.substr(kCollection.size() + 1);
+  if (segment.find('/') != std::string_view::npos) return false;
+  if (!read) {
+    MethodNotAllowed(response, "GET, HEAD");
+    return true;
+  }
+  Get(segment, response);
+  return true;
+}
+
+void ReleaseApi::Post(const net::HttpRequest& request, net::HttpResponse& response) {
+  if (request.body.size() > config_.max_body_bytes) {
+    ReplyError(response, 413, "bad_data",
+               "annotation of " + std::to_string(request.body.size()) + " bytes is over the " +
+                   std::to_string(config_.max_body_bytes) + "-byte limit (releases.max_body)");
+    return;
+  }
+  auto release = releases::ParseRelease(request.body);
+  if (!release) {
+    ReplyError(response, 400, "bad_data", release.error().message());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(post_mu_);
+  auto existing = meta_.GetRelease(release->id);
+  if (!existing) {
+    ReplyError(response, 500, "internal", existing.error().message());
+    return;
+  }
+  if (existing->has_value()) {
+    if (SameAnnotation((*existing)->annotation, release->annotation)) {
+      ReplyId(response, 200, release->id);
+    } else {
+      ReplyError(response, 409, "conflict",
+                 "release '" + release->id + "' exists with a different annotation");
+    }
+    return;
+  }
+  const store::ReleaseRecord record{release->id, release->service, release->started_at,
+                                    release->annotation};
+  if (Status s = meta_.PutRelease(record); !s.ok()) {
+    const bool conflict = s.code() == StatusCode::kInvalidArgument;
+    ReplyError(response, conflict ? 409 : 500, conflict ? "conflict" : "internal", s.message());
+    return;
+  }
+  Log("serve: release '" + release->id + "' announced" +
+      (release->service.empty() ? "" : " for " + release->service));
+  publisher_.Publish(*release);
+  response.headers.emplace_back("Location",
+                                std::string(kCollection) + "/" + net::UrlEncode(release->id));
+  if (!on_release_) {
+    ReplyId(response, 201, release->id);
+    return;
+  }
+  std::string data = R"({"id":)";
+  AppendJsonString(data, release->id);
+  Result<std::optional<std::string>> canary = on_release_(*release);
+  if (!canary) {
+    Log("serve: release '" + release->id + "': no canary: " + canary.error().message());
+    data += R"(,"canary":null,"canary_error":)";
+    AppendJsonString(data, canary.error().message());
+  } else if (canary->has_value()) {
+    data += R"(,"canary":)";
+    AppendJsonString(data, **canary);
+  } else {
+    data += R"(,"canary":null)";
+  }
+  ReplyData(response, 201, data + "}");
+}
+
+void ReleaseApi::List(const net::HttpRequest& request, net::HttpResponse& response) const {
+  const ListParams params = ReadListParams(request.query);
+  if (params.error) {
+    ReplyError(response, 400, "bad_data", *params.error);
+    return;
+  }
+  auto list = meta_.ListReleases(params.filter);
+  if (!list) {
+    ReplyError(response, 500, "internal", list.error().message());
+    return;
+  }
+  std::string data = "[";
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    if (i > 0) data += ',';
+    data += (*list)[i].annotation;
+  }
+  data += ']';
+  ReplyData(response, 200, data);
+}
+
+void ReleaseApi::Get(std::string_view encoded_id, net::HttpResponse& response) const {
+  auto id = net::PathDecode(encoded_id);
+  if (!id) {
+    ReplyError(response, 400, "bad_data", "bad release id: " + id.error().message());
+    return;
+  }
+  auto release = meta_.GetRelease(*id);
+  if (!release) {
+    ReplyError(response, 500, "internal", release.error().message());
+    return;
+  }
+  if (!release->has_value()) {
+    ReplyError(response, 404, "not_found", "release '" + *id + "' not found");
+    return;
+  }
+  ReplyData(response, 200, (*release)->annotation);
+}
+
+void ReleaseApi::AppendMetrics(std::string& out) const {
+  store::ReleaseFilter filter;
+  filter.from = static_cast<double>(clock_.NowMs() - config_.info_window_ms) / 1000.0;
+  filter.limit = kMaxLimit;
+  auto list = meta_.ListReleases(filter);
+  if (!list) Log("serve: /metrics: releases: " + list.error().message());
+  std::vector<releases::Release> recent;
+  if (list) {
+    for (const store::ReleaseRecord& record : *list) {
+      if (auto r = releases::ParseRelease(record.annotation)) recent.push_back(std::move(*r));
+    }
+  }
+  out +=
+      "# HELP gpucanary_release_info A release announced to gpucanary that started within "
+      "releases.info_window; its fields as labels.\n"
+      "# TYPE gpucanary_release_info gauge\n";
+  for (const releases::Release& r : recent) {
+    out += "gpucanary_release_info";
+    bool first = true;
+    for (const releases::StringField& f : releases::StringFields()) {
+      if (f.name == "previous") continue;
+      AppendLabel(out, first, f.name, r.*f.member);
+    }
+    out += "} 1\n";
+  }
+  out +=
+      "# HELP gpucanary_release_started_timestamp_seconds When a release started (Unix "
+      "seconds).\n"
+      "# TYPE gpucanary_release_started_timestamp_seconds gauge\n";
+  for (const releases::Release& r : recent) {
+    out += "gpucanary_release_started_timestamp_seconds";
+    bool first = true;
+    AppendLabel(out, first, "id", r.id);
+    out += "} ";
+    AppendPromValue(out, r.started_at);
+    out += '\n';
+  }
+  publisher_.AppendMetrics(out);
+}
+
+}  // namespace gpucanary::daemon

@@ -1,0 +1,415 @@
+// The release API, auth and publishing of a real Daemon (store, metadata
+// database, HTTP server on 127.0.0.1:0), spoken to over HTTP; Grafana and the
+// OTLP collector are real HTTP servers started here.
+
+#include "daemon/release_api.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "daemon/auth.h"
+#include "daemon/daemon.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "net/url.h"
+
+namespace gpucanary::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kNowMs = 1764680000000;  // 2025-12-02T12:53:20Z
+
+constexpr std::string_view kExample =
+    R"({"id": "llama3-70b-2026-12-02.1", "service": "chat-api", "version": "2026.12.02-1",
+ "git_sha": "9f1c2e7", "model": "llama-3-70b-instruct", "checkpoint": "ckpt-18000",
+ "quantization": "fp8", "cuda_version": "12.4", "framework": "vllm", "framework_version": "0.6.3",
+ "environment": "prod", "started_at": 1764680000.0,
+ "targets": ["node-4", "node-5"], "selector": "{Hostname=~\"node-[45]\"}",
+ "previous": "llama3-70b-2026-11-28.2"})";
+
+// A real HTTP server standing in for Grafana or a collector: records every
+// request, answers 200 (or holds the answer while told to).
+class Sink {
+ public:
+  Sink() {
+    auto port = server_.Listen("127.0.0.1", 0,
+                               [this](const net::HttpRequest& req, net::HttpResponse& resp) {
+                                 std::unique_lock<std::mutex> lock(mu_);
+                                 requests_.push_back(req);
+                                 cv_.notify_all();
+                                 cv_.wait(lock, [&] { return !hold_; });
+                                 resp.status = status_;
+                                 resp.body = "{}";
+                               });
+    port_ = port.value_or(0);
+    EXPECT_TRUE(server_.Start().ok());
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<net::HttpRequest> requests() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+  void set_status(int status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = status;
+  }
+  void Hold(bool hold) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hold_ = hold;
+    }
+    cv_.notify_all();
+  }
+  bool WaitForRequests(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return requests_.size() >= n; });
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<net::HttpRequest> requests_;
+  int status_ = 200;
+  bool hold_ = false;
+  net::HttpServer server_{net::HttpServer::Options{}};
+  std::uint16_t port_ = 0;
+};
+
+class ReleaseApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gc_release_api_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override {
+    daemon_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void Start(ServeConfig config = {}) {
+    config.listen_port = 0;
+    config.data_dir = dir_.string();
+    config.publish.backoff_ms = 10;
+    config.publish.max_backoff_ms = 20;
+    config.publish.attempts = 2;
+    DaemonOptions options;
+    options.log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      log_ += std::string(line) + "\n";
+    };
+    auto d = Daemon::Start(config, clock_, options);
+    ASSERT_TRUE(d.has_value()) << d.error().message();
+    daemon_ = std::move(*d);
+    url_ = "http://127.0.0.1:" + std::to_string(daemon_->port());
+  }
+
+  net::HttpResponse Send(const std::string& method, const std::string& target,
+                         std::string body = "", const std::string& token = "") {
+    net::FetchOptions o;
+    o.method = method;
+    o.body = std::move(body);
+    if (!o.body.empty()) o.content_type = "application/json";
+    if (!token.empty()) o.headers.emplace_back("Authorization", "Bearer " + token);
+    auto r = net::Fetch(url_ + target, o);
+    EXPECT_TRUE(r.has_value()) << r.error().message();
+    return r.value_or(net::HttpResponse{});
+  }
+  net::HttpResponse Post(std::string body, const std::string& token = "") {
+    return Send("POST", "/api/v1/releases", std::move(body), token);
+  }
+
+  std::string Log() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return log_;
+  }
+
+  fs::path dir_;
+  ManualClock clock_{kNowMs};
+  std::unique_ptr<Daemon> daemon_;
+  std::string url_;
+  std::mutex log_mu_;
+  std::string log_;
+};
+
+TEST_F(ReleaseApiTest, PostThenGetKeepsTheAnnotationAsReceived) {
+  Start();
+  net::HttpResponse r = Post(std::string(kExample) + "\n");
+  EXPECT_EQ(r.status, 201);
+  EXPECT_EQ(r.content_type, "application/json");
+  // It names GPUs (targets, selector), so the canary service started its canary.
+  EXPECT_EQ(
+      r.body,
+      R"({"status":"success","data":{"id":"llama3-70b-2026-12-02.1","canary":"llama3-70b-2026-12-02.1"}})");
+  EXPECT_EQ(r.Header("location"), "/api/v1/releases/llama3-70b-2026-12-02.1");
+
+  r = Send("GET", "/api/v1/releases/llama3-70b-2026-12-02.1");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"status":"success","data":)" + std::string(kExample) + "}");
+  EXPECT_FALSE(nlohmann::json::parse(r.body, nullptr, false).is_discarded());
+
+  // The same again: 200, also when only spacing, key order and number
+  // spelling differ.
+  r = Post(std::string(kExample));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"status":"success","data":{"id":"llama3-70b-2026-12-02.1"}})");
+  auto reordered = nlohmann::json::parse(kExample);
+  reordered["started_at"] = 1764680000;
+  r = Post(reordered.dump(2));
+  EXPECT_EQ(r.status, 200) << r.body;
+
+  // Another annotation under the same id: 409, and the first one stays.
+  reordered["version"] = "2026.12.02-2";
+  r = Post(reordered.dump());
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(
+      r.body,
+      R"({"status":"error","errorType":"conflict","error":"release 'llama3-70b-2026-12-02.1' exists with a different annotation"})");
+  r = Send("GET", "/api/v1/releases/llama3-70b-2026-12-02.1");
+  EXPECT_EQ(r.body, R"({"status":"success","data":)" + std::string(kExample) + "}");
+  EXPECT_NE(Log().find("serve: release 'llama3-70b-2026-12-02.1' announced for chat-api"),
+            std::string::npos);
+}
+
+TEST_F(ReleaseApiTest, BadAnnotationsAreRefusedWithWhereAndWhy) {
+  ServeConfig config;
+  config.releases.max_body_bytes = 1000;
+  Start(config);
+  net::HttpResponse r = Post(R"({"id":"r1","started_at":"2026-12-02"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(
+      r.body,
+      R"({"status":"error","errorType":"bad_data","error":"field 'started_at': expected a number (Unix seconds), got a string"})");
+  r = Post("{\"id\": \"r1\",\n  \"started_at\": 1764680000,\n}\n");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(
+      r.body,
+      R"({"status":"error","errorType":"bad_data","error":"3:1: syntax error while parsing object key - unexpected '}'; expected string literal"})");
+  r = Post(R"({"id":"r1","started_at":1,"pad":")" + std::string(1000, 'x') + "\"}");
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(
+      r.body,
+      R"j({"status":"error","errorType":"bad_data","error":"annotation of 1035 bytes is over the 1000-byte limit (releases.max_body)"})j");
+  r = Send("PUT", "/api/v1/releases", R"({"id":"r1","started_at":1})");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.Header("allow"), "GET, HEAD, POST");
+  r = Send("DELETE", "/api/v1/releases/r1");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.Header("allow"), "GET, HEAD");
+  r = Send("GET", "/api/v1/releases/nope");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body,
+            R"({"status":"error","errorType":"not_found","error":"release 'nope' not found"})");
+  // Nothing was stored.
+  EXPECT_EQ(Send("GET", "/api/v1/releases").body, R"({"status":"success","data":[]})");
+}
+
+TEST_F(ReleaseApiTest, ListFiltersByServiceAndTimeNewestFirst) {
+  Start();
+  ASSERT_EQ(Post(R"({"id":"a","service":"chat","started_at":1764600000})").status, 201);
+  ASSERT_EQ(Post(R"({"id":"b","service":"embed","started_at":1764650000})").status, 201);
+  ASSERT_EQ(Post(R"({"id":"c","service":"chat","started_at":1764670000.5,"x":{"y":1}})").status,
+            201);
+  ASSERT_EQ(Post(R"({"id":"d/e f","started_at":1764679000})").status, 201);
+
+  EXPECT_EQ(Send("GET", "/api/v1/releases").body,
+            R"({"status":"success","data":[{"id":"d/e f","started_at":1764679000},)"
+            R"({"id":"c","service":"chat","started_at":1764670000.5,"x":{"y":1}},)"
+            R"({"id":"b","service":"embed","started_at":1764650000},)"
+            R"({"id":"a","service":"chat","started_at":1764600000}]})");
+  EXPECT_EQ(
+      Send("GET", "/api/v1/releases?service=chat&limit=1").body,
+      R"({"status":"success","data":[{"id":"c","service":"chat","started_at":1764670000.5,"x":{"y":1}}]})");
+  // from/to: Unix seconds or RFC 3339, both ends included.
+  EXPECT_EQ(
+      Send("GET", "/api/v1/releases?from=1764650000&to=2025-12-02T10:06:41Z").body,
+      R"({"status":"success","data":[{"id":"c","service":"chat","started_at":1764670000.5,"x":{"y":1}},)"
+      R"({"id":"b","service":"embed","started_at":1764650000}]})");
+  // An id that needs escaping in a path.
+  net::HttpResponse r = Send("GET", "/api/v1/releases/" + net::UrlEncode("d/e f"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"status":"success","data":{"id":"d/e f","started_at":1764679000}})");
+
+  r = Send("GET", "/api/v1/releases?from=yesterday");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(
+      r.body,
+      R"({"status":"error","errorType":"bad_data","error":"invalid parameter \"from\": cannot parse \"yesterday\" to a valid timestamp"})");
+  r = Send("GET", "/api/v1/releases?limit=0");
+  EXPECT_EQ(r.status, 400);
+  r = Send("GET", "/api/v1/releases?from=20&to=10");
+  EXPECT_EQ(r.status, 400);
+}
+
+TEST_F(ReleaseApiTest, MetricsShowRecentReleasesWithEscapedLabels) {
+  ServeConfig config;
+  config.releases.info_window_ms = 3600 * 1000;
+  Start(config);
+  ASSERT_EQ(Post(R"({"id":"old","service":"chat","started_at":1764676000})").status, 201);
+  ASSERT_EQ(Post(std::string(kExample)).status, 201);
+  ASSERT_EQ(
+      Post(R"({"id":"odd","model":"a \"quoted\"\\path\nnext","started_at":1764679999.25})").status,
+      201);
+  const std::string metrics = Send("GET", "/metrics").body;
+  const std::size_t at = metrics.find("# HELP gpucanary_release_info");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  const std::size_t end = metrics.find("# HELP gpucanary_publish", at);
+  EXPECT_EQ(
+      metrics.substr(at, end == std::string::npos ? std::string::npos : end - at),
+      "# HELP gpucanary_release_info A release announced to gpucanary that started within "
+      "releases.info_window; its fields as labels.\n"
+      "# TYPE gpucanary_release_info gauge\n"
+      "gpucanary_release_info{id=\"llama3-70b-2026-12-02.1\",service=\"chat-api\","
+      "version=\"2026.12.02-1\",git_sha=\"9f1c2e7\",model=\"llama-3-70b-instruct\","
+      "checkpoint=\"ckpt-18000\",quantization=\"fp8\",cuda_version=\"12.4\",framework=\"vllm\","
+      "framework_version=\"0.6.3\",environment=\"prod\"} 1\n"
+      "gpucanary_release_info{id=\"odd\",model=\"a \\\"quoted\\\"\\\\path\\nnext\"} 1\n"
+      "# HELP gpucanary_release_started_timestamp_seconds When a release started (Unix "
+      "seconds).\n"
+      "# TYPE gpucanary_release_started_timestamp_seconds gauge\n"
+      "gpucanary_release_started_timestamp_seconds{id=\"llama3-70b-2026-12-02.1\"} 1764680000\n"
+      "gpucanary_release_started_timestamp_seconds{id=\"odd\"} 1764679999.25\n");
+  // No sink configured: no publish counters.
+  EXPECT_EQ(metrics.find("gpucanary_publish_"), std::string::npos);
+  // An hour later the example has left the window.
+  clock_.Advance(3600 * 1000 + 1);
+  EXPECT_EQ(Send("GET", "/metrics").body.find("llama3-70b"), std::string::npos);
+}
+
+TEST_F(ReleaseApiTest, TokenGuardsWritesAndOptionallyReads) {
+  ServeConfig config;
+  config.auth.token = "s3cr3t-token";
+  Start(config);
+  net::HttpResponse r = Post(R"({"id":"r1","started_at":1})");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.Header("www-authenticate"), R"(Bearer realm="gpucanary")");
+  EXPECT_EQ(
+      r.body,
+      R"({"status":"error","errorType":"unauthorized","error":"this endpoint needs Authorization: Bearer <token>"})");
+  r = Post(R"({"id":"r1","started_at":1})", "s3cr3t-tokeN");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.Header("www-authenticate"), R"(Bearer realm="gpucanary", error="invalid_token")");
+  r = Post(R"({"id":"r1","started_at":1})", "s3cr3t-token-and-more");
+  EXPECT_EQ(r.status, 401);
+  // Basic is not Bearer.
+  net::FetchOptions basic;
+  basic.method = "POST";
+  basic.body = R"({"id":"r1","started_at":1})";
+  basic.headers.emplace_back("Authorization", "Basic czNjcjN0LXRva2Vu");
+  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", basic)->status, 401);
+  EXPECT_EQ(Post(R"({"id":"r1","started_at":1})", "s3cr3t-token").status, 201);
+  // The scheme is case-insensitive.
+  basic.headers = {{"Authorization", "bearer s3cr3t-token"}};
+  basic.body = R"({"id":"r2","started_at":1})";
+  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", basic)->status, 201);
+  // Reads stay open; so does remote_write (it answers for itself: 400 for an empty body).
+  EXPECT_EQ(Send("GET", "/api/v1/releases/r1").status, 200);
+  EXPECT_EQ(Send("GET", "/metrics").status, 200);
+  EXPECT_EQ(Send("GET", "/api/v1/query?query=up").status, 200);
+  EXPECT_NE(Send("POST", "/api/v1/write").status, 401);
+  // Flagger's webhooks only ask, and Flagger sends no Authorization header.
+  EXPECT_NE(Send("POST", "/api/v1/flagger/confirm-promotion", "{}").status, 401);
+  // Other writes under /api/v1/ need the token, whoever answers them.
+  EXPECT_EQ(Send("POST", "/api/v1/canaries/r1/stop").status, 401);
+  EXPECT_EQ(Send("DELETE", "/api/v1/releases/r1").status, 401);
+}
+
+TEST_F(ReleaseApiTest, ProtectReadsAndRemoteWrite) {
+  ServeConfig config;
+  config.auth.token = "t0ken";
+  config.auth.protect_reads = true;
+  config.auth.protect_remote_write = true;
+  Start(config);
+  EXPECT_EQ(Send("GET", "/api/v1/releases").status, 401);
+  EXPECT_EQ(Send("GET", "/api/v1/releases", "", "t0ken").status, 200);
+  EXPECT_EQ(Send("GET", "/metrics").status, 401);
+  EXPECT_EQ(Send("GET", "/metrics", "", "t0ken").status, 200);
+  EXPECT_EQ(Send("POST", "/api/v1/query", "query=up").status, 401);
+  EXPECT_EQ(Send("GET", "/api/v1/targets").status, 401);
+  EXPECT_EQ(Send("POST", "/api/v1/write").status, 401);
+  EXPECT_NE(Send("POST", "/api/v1/write", "", "t0ken").status, 401);
+  EXPECT_EQ(Send("GET", "/-/ready").status, 200);
+  EXPECT_EQ(Send("GET", "/-/healthy").status, 200);
+}
+
+TEST_F(ReleaseApiTest, NewReleasesArePublishedWithoutHoldingTheReply) {
+  Sink grafana;
+  Sink collector;
+  ServeConfig config;
+  config.publish.grafana = releases::GrafanaSinkConfig{grafana.url(), "glsa_x", {"fleet"}, ""};
+  config.publish.otlp = releases::OtlpSinkConfig{collector.url(), {{"X-Tenant", "t1"}}};
+  Start(config);
+
+  grafana.Hold(true);  // Grafana hangs: the POST must not wait for it
+  const auto start = std::chrono::steady_clock::now();
+  net::HttpResponse r = Post(std::string(kExample));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.status, 201);
+  EXPECT_LT(took, std::chrono::seconds(2));
+  ASSERT_TRUE(grafana.WaitForRequests(1));
+  ASSERT_TRUE(collector.WaitForRequests(1));
+  grafana.Hold(false);
+
+  const auto g = grafana.requests();
+  ASSERT_EQ(g.size(), 1U);
+  EXPECT_EQ(g[0].target, "/api/annotations");
+  EXPECT_EQ(g[0].Header("authorization"), "Bearer glsa_x");
+  EXPECT_EQ(g[0].body,
+            R"({"time":1764680000000,"tags":["gpucanary","release","chat-api","prod","fleet"],)"
+            R"("text":"llama3-70b-2026-12-02.1: 2026.12.02-1 llama-3-70b-instruct ckpt-18000 )"
+            R"(fp8 vllm 0.6.3 CUDA 12.4 9f1c2e7"})");
+  const auto c = collector.requests();
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c[0].target, "/v1/metrics");
+  EXPECT_EQ(c[0].Header("x-tenant"), "t1");
+  EXPECT_EQ(c[0].body, releases::OtlpMetricsBody(*releases::ParseRelease(kExample)));
+
+  // The same release again is not news: nothing more is published.
+  EXPECT_EQ(Post(std::string(kExample)).status, 200);
+
+  // A sink that fails is logged and counted on /metrics.
+  collector.set_status(503);
+  ASSERT_EQ(Post(R"({"id":"r2","started_at":1764680001})").status, 201);
+  ASSERT_TRUE(collector.WaitForRequests(3));
+  ASSERT_TRUE(grafana.WaitForRequests(2));
+  std::string metrics;
+  for (int i = 0; i < 200; ++i) {  // the give-up is counted just after the last answer
+    metrics = Send("GET", "/metrics").body;
+    if (metrics.find("gpucanary_publish_dropped_total{sink=\"otlp\"} 1") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(metrics.find("gpucanary_publish_sent_total{sink=\"grafana\"} 2\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("gpucanary_publish_sent_total{sink=\"otlp\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("gpucanary_publish_failures_total{sink=\"otlp\"} 2\n"), std::string::npos);
+  EXPECT_NE(metrics.find("gpucanary_publish_failures_total{sink=\"grafana\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("gpucanary_publish_dropped_total{sink=\"otlp\"} 1\n"), std::string::npos);
+  EXPECT_EQ(grafana.requests().size(), 2U);
+  EXPECT_NE(Log().find("publish otlp: release 'r2': attempt 2/2: HTTP 503: {}; giving up"),
+            std::string::npos)
+      << Log();
+}
+
+TEST(ConstantTimeEqualsTest, ComparesWholeTokens) {
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "ab"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abcd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", ""));
+  EXPECT_FALSE(ConstantTimeEquals("ab", std::string_view("ab\0", 3)));
+}
+
+}  // namespace
+}  // namespace gpucanary::daemon
