@@ -122,6 +122,25 @@ class ChildProcess {
   pid_t pid_ = -1;
 };
 
+// Starts `binary serve --config CONFIG --ready-file DIR/url.txt` (output in
+// DIR/LOG_NAME) into `child` and returns the daemon's URL once it is ready;
+// "" when it exited or was not ready within 30 s.
+inline std::string StartServeChild(const std::string& binary, const std::filesystem::path& dir,
+                                   const std::filesystem::path& config, const std::string& log_name,
+                                   std::unique_ptr<ChildProcess>& child) {
+  std::filesystem::remove(dir / "url.txt");
+  child = std::make_unique<ChildProcess>(
+      std::vector<std::string>{binary, "serve", "--config", config.string(), "--ready-file",
+                               (dir / "url.txt").string()},
+      dir / log_name);
+  if (!WaitFor(30, [&] { return std::filesystem::exists(dir / "url.txt") || !child->Running(); })) {
+    return "";
+  }
+  std::string url = ReadTextFile(dir / "url.txt");
+  while (!url.empty() && url.back() == '\n') url.pop_back();
+  return url;
+}
+
 class PrometheusProcess {
  public:
   // Writes `config_yaml` and starts Prometheus with it plus `flags`, then

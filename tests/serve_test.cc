@@ -57,17 +57,7 @@ class ServeTest : public ::testing::Test {
   // Starts gpucanary serve on `config` and returns its URL ("" on failure).
   std::string StartServe(const std::string& config, const std::string& log_name) {
     std::ofstream(dir_ / "serve.yaml") << config;
-    fs::remove(dir_ / "url.txt");
-    serve_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{GPUCANARY_BIN, "serve", "--config", (dir_ / "serve.yaml").string(),
-                                 "--ready-file", (dir_ / "url.txt").string()},
-        dir_ / log_name);
-    if (!WaitFor(30, [&] { return fs::exists(dir_ / "url.txt") || !serve_->Running(); })) {
-      return "";
-    }
-    std::string url = ReadTextFile(dir_ / "url.txt");
-    while (!url.empty() && url.back() == '\n') url.pop_back();
-    return url;
+    return StartServeChild(GPUCANARY_BIN, dir_, dir_ / "serve.yaml", log_name, serve_);
   }
 
   Json Query(const std::string& url, const std::string& promql, const std::string& time = "") {

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "canary/test_util.h"
+
 namespace gpucanary::canary {
 namespace {
 
@@ -51,13 +53,7 @@ class CanaryApiTest : public ::testing::Test {
 
   net::HttpResponse Call(const std::string& method, const std::string& path,
                          const std::string& body = "") {
-    net::HttpRequest request;
-    request.method = method;
-    request.path = path;
-    request.body = body;
-    net::HttpResponse response;
-    handled_ = api_->Handle(request, response);
-    return response;
+    return testing::Call(*api_, method, path, body, &handled_);
   }
   static Json Body(const net::HttpResponse& r) { return Json::parse(r.body); }
 

@@ -27,18 +27,6 @@ constexpr std::int64_t kStart = kSimStart;
 
 class CanaryManagerTest : public ::testing::Test {
  protected:
-  // The scenario's telemetry, simulated once for every test as a recording;
-  // each test loads it into its own store the way the scraper appends.
-  static void SetUpTestSuite() {
-    recording_ = new fs::path(fs::temp_directory_path() /
-                              ("gc_canary_" + std::to_string(::getpid()) + ".om"));
-    Simulate(*recording_);
-  }
-  static void TearDownTestSuite() {
-    fs::remove(*recording_);
-    delete recording_;
-    recording_ = nullptr;
-  }
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("gc_canary_" + std::to_string(::getpid()) + "_" +
@@ -54,10 +42,6 @@ class CanaryManagerTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  static void Simulate(const fs::path& out) {
-    testing::Simulate(testing::kPowerBrakeScenario, out);
-  }
-
   void OpenStores() {
     auto store = store::Store::Open(dir_ / "data", {});
     ASSERT_TRUE(store.has_value()) << store.error().ToString();
@@ -67,7 +51,7 @@ class CanaryManagerTest : public ::testing::Test {
     meta_ = std::move(*meta);
   }
 
-  void LoadTelemetry() { testing::LoadRecording(*recording_, *store_); }
+  void LoadTelemetry() { testing::LoadRecording(testing::PowerBrakeRecording(), *store_); }
 
   void NewManager() {
     CanaryOptions options;
@@ -93,7 +77,6 @@ class CanaryManagerTest : public ::testing::Test {
     }
   }
 
-  static fs::path* recording_;
   fs::path dir_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::MetaDb> meta_;
@@ -103,8 +86,6 @@ class CanaryManagerTest : public ::testing::Test {
   std::vector<CanaryView> failed_;
   std::vector<std::string> log_;
 };
-
-fs::path* CanaryManagerTest::recording_ = nullptr;
 
 TEST_F(CanaryManagerTest, APowerBrakeReleaseFailsLiveAndTheBreakerIsCalledOnce) {
   LoadTelemetry();

@@ -4,6 +4,7 @@
 // it. Header-only; for tests.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "expfmt/reader.h"
+#include "net/http_message.h"
 #include "recording/recording_writer.h"
 #include "sim/engine.h"
 #include "sim/offline.h"
@@ -75,6 +77,41 @@ inline void LoadRecording(const std::filesystem::path& path, store::Store& store
       });
   ASSERT_TRUE(reader.Feed(text.str(), true));
   ASSERT_TRUE(app->Commit().has_value());
+}
+
+// kPowerBrakeScenario simulated once per test binary (the first call), for
+// every test to load; the file is removed when the binary exits.
+inline const std::filesystem::path& PowerBrakeRecording() {
+  struct Shared {
+    std::filesystem::path path;
+    ~Shared() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  };
+  static Shared shared{std::filesystem::temp_directory_path() /
+                       ("gc_power_brake_" + std::to_string(::getpid()) + ".om")};
+  static const bool made = [] {
+    Simulate(kPowerBrakeScenario, shared.path);
+    return true;
+  }();
+  (void)made;
+  return shared.path;
+}
+
+// One request through `handler.Handle(request, response)`; `handled` (may be
+// null) gets its return value.
+template <typename Handler>
+net::HttpResponse Call(Handler& handler, const std::string& method, const std::string& path,
+                       const std::string& body = "", bool* handled = nullptr) {
+  net::HttpRequest request;
+  request.method = method;
+  request.path = path;
+  request.body = body;
+  net::HttpResponse response;
+  const bool done = handler.Handle(request, response);
+  if (handled != nullptr) *handled = done;
+  return response;
 }
 
 }  // namespace gpucanary::canary::testing

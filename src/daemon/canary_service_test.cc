@@ -29,16 +29,6 @@ using canary::testing::kSimStart;
 
 class CanaryServiceTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    recording_ = new fs::path(fs::temp_directory_path() /
-                              ("gc_canary_service_" + std::to_string(::getpid()) + ".om"));
-    canary::testing::Simulate(canary::testing::kPowerBrakeScenario, *recording_);
-  }
-  static void TearDownTestSuite() {
-    fs::remove(*recording_);
-    delete recording_;
-    recording_ = nullptr;
-  }
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("gc_canary_service_" + std::to_string(::getpid()) + "_" +
@@ -47,7 +37,7 @@ class CanaryServiceTest : public ::testing::Test {
     fs::create_directories(dir_);
     store_ = std::move(*store::Store::Open(dir_ / "data", {}));
     meta_ = std::move(*store::MetaDb::Open(dir_ / "data" / "meta.sqlite"));
-    canary::testing::LoadRecording(*recording_, *store_);
+    canary::testing::LoadRecording(canary::testing::PowerBrakeRecording(), *store_);
   }
   void TearDown() override {
     service_.reset();
@@ -90,16 +80,12 @@ class CanaryServiceTest : public ::testing::Test {
 
   net::HttpResponse Call(const std::string& method, const std::string& path,
                          const std::string& body = "") {
-    net::HttpRequest request;
-    request.method = method;
-    request.path = path;
-    request.body = body;
-    net::HttpResponse response;
-    EXPECT_TRUE(service_->Handle(request, response)) << path;
+    bool handled = false;
+    net::HttpResponse response = canary::testing::Call(*service_, method, path, body, &handled);
+    EXPECT_TRUE(handled) << path;
     return response;
   }
 
-  static fs::path* recording_;
   fs::path dir_;
   ManualClock clock_{(kSimStart + 22) * 1000};
   std::unique_ptr<store::Store> store_;
@@ -108,8 +94,6 @@ class CanaryServiceTest : public ::testing::Test {
   std::unique_ptr<CanaryService> service_;
   std::vector<std::string> log_;
 };
-
-fs::path* CanaryServiceTest::recording_ = nullptr;
 
 constexpr char kRelease[] =
     R"({"id": "fp8-kernel", "service": "chat-api", "started_at": 1764680020,

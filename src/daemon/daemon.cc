@@ -14,6 +14,7 @@
 #include "daemon/release_api.h"
 #include "dashboard/dashboard.h"
 #include "net/http_server.h"
+#include "recording/openmetrics_text.h"
 #include "remote/receiver.h"
 #include "scrape/scrape_manager.h"
 #include "store/meta_db.h"
@@ -24,15 +25,7 @@ namespace {
 
 void AppendMetric(std::string& out, std::string_view name, std::string_view type,
                   std::string_view help, double value) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
+  recording::AppendFamilyHeader(out, name, type, help);
   out += name;
   out += ' ';
   AppendPromValue(out, value);

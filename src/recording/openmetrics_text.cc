@@ -80,6 +80,19 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view type,
+                        std::string_view help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
 void AppendEscaped(std::string& out, std::string_view text) {
   size_t run_start = 0;
   for (size_t i = 0; i < text.size(); ++i) {

@@ -35,6 +35,12 @@ bool IsValidUtf8(std::string_view text);
 // double quote -> \", line feed -> \n. Everything else is copied unchanged.
 void AppendEscaped(std::string& out, std::string_view text);
 
+// Appends a metric family's text-format header: "# HELP <name> <help>\n# TYPE
+// <name> <type>\n". `help` is written as given (the caller escapes it where
+// it may hold a backslash or a line feed).
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view type,
+                        std::string_view help);
+
 // Appends a sample value: "NaN", "+Inf", "-Inf", or the shortest decimal text
 // that parses back to exactly `value` (std::to_chars without a precision, so
 // 0.5 -> "0.5", 5e-06 -> "5e-06", 238749445947 -> "238749445947").

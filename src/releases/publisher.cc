@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "net/http_client.h"
+#include "recording/openmetrics_text.h"
 
 namespace gpucanary::releases {
 namespace {
@@ -315,13 +316,7 @@ void Publisher::AppendMetrics(std::string& out) const {
        &SinkStats::dropped},
   };
   for (const Family& f : kFamilies) {
-    out += "# HELP ";
-    out += f.name;
-    out += ' ';
-    out += f.help;
-    out += "\n# TYPE ";
-    out += f.name;
-    out += " counter\n";
+    recording::AppendFamilyHeader(out, f.name, "counter", f.help);
     for (const Worker* w : {grafana_.get(), otlp_.get()}) {
       if (w == nullptr) continue;
       out += f.name;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "recording/openmetrics_text.h"
+
 namespace gpucanary::sim {
 namespace {
 
@@ -21,15 +23,7 @@ constexpr std::string_view kHelpE2e = kVllmFamilies[kE2eFamily].help;
 
 void AppendHeader(std::string_view name, std::string_view help, std::string_view type,
                   std::string& out) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
+  recording::AppendFamilyHeader(out, name, type, help);
 }
 
 // `{model_name="...",Hostname="..."` without the closing brace.
