@@ -14,6 +14,13 @@ if(GPUCANARY_SANITIZE)
   add_link_options(-fsanitize=${_gc_san})
 endif()
 
+# Extra compile options for code that only drives the code under test: the
+# test executables and the CLI front end. CI's sanitizer build sets -O0 here
+# (the libraries, where the work is, stay at -O1): instrumented -O1 code of
+# header-heavy test and CLI11 files took most of CI's compile time.
+set(GPUCANARY_GLUE_COMPILE_OPTIONS "" CACHE STRING
+    "Compile options added to test executables and the CLI front end")
+
 # Coverage instrumentation for everything libFuzzer runs (the fuzz targets add
 # -fsanitize=fuzzer themselves, for the libFuzzer main).
 if(GPUCANARY_FUZZ)
@@ -41,6 +48,7 @@ function(gc_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                         gpucanary_warnings)
+  target_compile_options(${name} PRIVATE ${GPUCANARY_GLUE_COMPILE_OPTIONS})
   target_compile_definitions(${name} PRIVATE
     GPUCANARY_SHARED_DIR="${GPUCANARY_SHARED_DIR}"
     GPUCANARY_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
@@ -54,7 +62,16 @@ function(gc_add_test name)
   else()
     set(_gc_label unit)
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS ${_gc_label} DISCOVERY_TIMEOUT 60)
+  # Integration tests run for seconds to minutes, mostly waiting on real
+  # time (a live fleet, a canary): a high COST makes `ctest -j` start them
+  # first, so the short unit tests fill the cores around them.
+  if(_gc_label STREQUAL "integration")
+    set(_gc_cost 100)
+  else()
+    set(_gc_cost 0)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS ${_gc_label} COST ${_gc_cost}
+                       DISCOVERY_TIMEOUT 60)
 endfunction()
 
 # gc_add_benchmark(NAME SOURCES ... [DEPS ...] [ARGS ...])

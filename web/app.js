@@ -1,50 +1,32 @@
 // The gpucanary dashboard: every 2 s, reads the daemon's API (docs/http-api.md)
 // and renders the fleet, the GPU telemetry chart (uPlot, loaded by index.html
-// as the global `uPlot`), the releases and the canaries. Plain DOM, no
-// framework; text goes in as text nodes, never as HTML.
+// as the global `uPlot`), the releases and the canaries (canary.js). Plain
+// DOM, no framework; text goes in as text nodes, never as HTML.
+
+import { renderCanaries, resizeCanaryCharts, stateBadge } from './canary.js';
+import {
+  $,
+  IDLE_BIT,
+  REASON_METRICS,
+  bandsOf,
+  clockTime,
+  cssVar,
+  dateTime,
+  drawBands,
+  drawMarks,
+  el,
+  getJson,
+  getText,
+  isoTime,
+  setText,
+  timeAxes,
+} from './common.js';
 
 const REFRESH_MS = 2000;
 const WINDOW_S = 600;
 const CHART_HEIGHT = 320;
-// DCGM_CLOCKS_EVENT_REASON_GPU_IDLE: the clocks are low because there is no
-// work, which is not a slowdown (docs/vocabulary.md).
-const IDLE_BIT = 0x1;
 const CLOCK_QUERY = 'DCGM_FI_DEV_SM_CLOCK';
-// dcgm-exporter names the bitmask by DCGM version: "throttle" before 3.3,
-// "clocks event" since.
-const REASONS_QUERY =
-  '{__name__=~"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS|DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}';
-
-const $ = (id) => document.getElementById(id);
-
-// An element with attributes and children (strings become text nodes).
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) e.setAttribute(name, value);
-  e.append(...children);
-  return e;
-}
-
-// The `data` of a Prometheus-style JSON answer at `path` (relative to the
-// page, so the dashboard also works behind a path-prefixing proxy). With
-// `optional`, a 404 (an endpoint this daemon does not have yet) gives null.
-async function getJson(path, { optional = false } = {}) {
-  const response = await fetch(path, { cache: 'no-store' });
-  if (optional && response.status === 404) return null;
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-  const body = await response.json();
-  if (body.status !== 'success') throw new Error(`${path}: ${body.error ?? 'error'}`);
-  return body.data;
-}
-
-async function getText(path) {
-  const response = await fetch(path, { cache: 'no-store' });
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-  return response.text();
-}
-
-const clockTime = (seconds) => new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
-const dateTime = (seconds) => new Date(seconds * 1000).toLocaleString([], { hour12: false });
+const REASONS_QUERY = `{__name__=~"${REASON_METRICS.join('|')}"}`;
 
 function ago(iso) {
   const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
@@ -55,12 +37,6 @@ function ago(iso) {
 function metricValue(text, name) {
   const m = text.match(new RegExp(`^${name} (\\S+)$`, 'm'));
   return m ? Number(m[1]) : null;
-}
-
-// Sets the text only when it changes: the status is a live region, and
-// screen readers would repeat an unchanged text set every 2 s.
-function setText(element, text) {
-  if (element.textContent !== text) element.textContent = text;
 }
 
 function renderStatus(targets, metrics) {
@@ -104,8 +80,11 @@ function renderFleet(data) {
   $('fleet-note').textContent = targets.length ? '' : 'No scrape targets configured.';
 }
 
-function renderReleases(releases) {
+// The timeline: each release with its canary's state, linked to the canary
+// view, when it started one.
+function renderReleases(releases, canaries) {
   $('releases-note').textContent = releases?.length ? '' : 'No releases yet.';
+  const canaryOf = new Map((canaries ?? []).map((c) => [c.release, c]));
   const items = (releases ?? []).map((r) => {
     const detail = [
       r.model,
@@ -115,23 +94,24 @@ function renderReleases(releases) {
         (r.targets.length > 4 ? `${r.targets.length} targets` : r.targets.join(', ')),
       r.selector,
     ].filter(Boolean);
+    const canary = canaryOf.get(r.id);
     return el(
       'li',
-      {},
-      el('time', { datetime: new Date(r.started_at * 1000).toISOString() }, dateTime(r.started_at)),
-      el('strong', {}, [r.service, r.version].filter(Boolean).join(' ')),
+      { 'data-release': r.id },
+      el('time', { datetime: isoTime(r.started_at) }, dateTime(r.started_at)),
+      el('strong', {}, [r.service, r.version].filter(Boolean).join(' ') || r.id),
       detail.length ? el('span', { class: 'detail' }, ` · ${detail.join(' · ')}`) : '',
+      canary
+        ? el(
+            'a',
+            { class: 'canary-link', href: `#canary=${encodeURIComponent(canary.id)}` },
+            'canary ',
+            stateBadge(canary.state),
+          )
+        : '',
     );
   });
   $('releases').replaceChildren(...items);
-}
-
-function renderCanaries(canaries) {
-  const list = Array.isArray(canaries) ? canaries : [];
-  $('canaries-note').textContent = list.length ? '' : 'No canaries yet.';
-  $('canaries').replaceChildren(
-    ...list.map((c) => el('li', {}, [c.id, c.state, c.verdict].filter(Boolean).join(' · '))),
-  );
 }
 
 // --- GPU telemetry ---------------------------------------------------------
@@ -158,13 +138,7 @@ function throttleBands(result, start, n) {
       if (i >= 0 && i < n && (Number(v) & ~IDLE_BIT) !== 0) throttled[i] += 1;
     }
   }
-  const bands = [];
-  for (let i = 0; i < n; i++) {
-    if (!throttled[i]) continue;
-    if (bands.length && bands.at(-1)[1] === start + i) bands.at(-1)[1] += 1;
-    else bands.push([start + i, start + i + 1]);
-  }
-  return { bands, peak: Math.max(0, ...throttled) };
+  return { bands: bandsOf(throttled, start), peak: Math.max(0, ...throttled) };
 }
 
 async function loadTelemetry() {
@@ -181,62 +155,18 @@ async function loadTelemetry() {
   return { xs, series, ...throttleBands(reasons.result, start, n) };
 }
 
-const cssVar = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
-
 // What the draw hooks read: the latest bands and release start times.
 const overlay = { bands: [], releases: [] };
-
-// Shaded throttle bands, under the grid and the series.
-function drawBands(u) {
-  const { left, top, width, height } = u.bbox;
-  u.ctx.save();
-  u.ctx.fillStyle = cssVar('--throttle');
-  for (const [from, to] of overlay.bands) {
-    const x0 = Math.max(left, u.valToPos(from, 'x', true));
-    const x1 = Math.min(left + width, u.valToPos(to, 'x', true));
-    if (x1 > x0) u.ctx.fillRect(x0, top, x1 - x0, height);
-  }
-  u.ctx.restore();
-}
-
-// A vertical line and the version at each release's start.
-function drawReleases(u) {
-  const { left, top, width, height } = u.bbox;
-  const px = uPlot.pxRatio;
-  u.ctx.save();
-  u.ctx.strokeStyle = u.ctx.fillStyle = cssVar('--release');
-  u.ctx.lineWidth = 2 * px;
-  u.ctx.font = `${11 * px}px system-ui, sans-serif`;
-  u.ctx.textAlign = 'left'; // uPlot leaves its axes' alignment set
-  u.ctx.textBaseline = 'top';
-  for (const r of overlay.releases) {
-    const x = Math.round(u.valToPos(r.started_at, 'x', true));
-    if (x < left || x > left + width) continue;
-    u.ctx.beginPath();
-    u.ctx.moveTo(x, top);
-    u.ctx.lineTo(x, top + height);
-    u.ctx.stroke();
-    const label = r.version ?? r.id ?? '';
-    const w = u.ctx.measureText(label).width;
-    const lx = x + 4 * px + w <= left + width ? x + 4 * px : x - 4 * px - w;
-    u.ctx.fillText(label, lx, top + 2 * px);
-  }
-  u.ctx.restore();
-}
 
 let plot = null;
 let plotLabels = '';
 
 function chartOptions(labels, width) {
-  const axis = { stroke: cssVar('--muted'), grid: { stroke: cssVar('--line'), width: 1 } };
   return {
     width,
     height: CHART_HEIGHT,
     scales: { x: { time: true } },
-    axes: [
-      { ...axis, space: 70, values: (u, ticks) => ticks.map(clockTime) },
-      { ...axis, label: 'MHz' },
-    ],
+    axes: timeAxes('MHz'),
     series: [
       { label: 'time', value: (u, t) => (t == null ? '--' : clockTime(t)) },
       ...labels.map((label, i) => ({
@@ -246,7 +176,21 @@ function chartOptions(labels, width) {
         points: { show: false },
       })),
     ],
-    hooks: { drawClear: [drawBands], draw: [drawReleases] },
+    hooks: {
+      drawClear: [(u) => drawBands(u, overlay.bands, cssVar('--throttle'))],
+      // A vertical line and the version at each release's start.
+      draw: [
+        (u) => {
+          const colour = cssVar('--release');
+          const marks = overlay.releases.map((r) => ({
+            t: r.started_at,
+            colour,
+            label: r.version ?? r.id ?? '',
+          }));
+          drawMarks(u, marks);
+        },
+      ],
+    },
   };
 }
 
@@ -294,10 +238,12 @@ async function refresh() {
   ]);
   renderStatus(targets, metrics);
   show(targets, renderFleet, 'fleet-note');
-  show(releases, renderReleases, 'releases-note');
-  show(canaries, renderCanaries, 'canaries-note');
+  const canaryList = canaries.status === 'fulfilled' ? canaries.value : [];
+  show(releases, renderReleases, 'releases-note', canaryList);
   const markers = releases.status === 'fulfilled' ? releases.value : [];
   show(telemetry, renderTelemetry, 'telemetry-summary', markers);
+  if (canaries.status === 'fulfilled') await renderCanaries(canaries.value);
+  else $('canaries-note').textContent = `Could not load: ${canaries.reason.message}`;
 }
 
 async function loop() {
@@ -308,7 +254,13 @@ async function loop() {
   }
 }
 
-window.addEventListener('resize', () =>
-  plot?.setSize({ width: $('telemetry-chart').clientWidth, height: CHART_HEIGHT }),
-);
+window.addEventListener('resize', () => {
+  plot?.setSize({ width: $('telemetry-chart').clientWidth, height: CHART_HEIGHT });
+  resizeCanaryCharts();
+});
+// Selecting a canary (a link to #canary=<id>) shows it at once, not at the
+// next refresh.
+window.addEventListener('hashchange', () => {
+  if (!document.hidden) refresh();
+});
 loop();

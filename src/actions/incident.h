@@ -32,13 +32,19 @@ struct IncidentCause {
 
 struct Incident {
   Release release;
-  std::string canary_id;  // the live canary (what idempotence is keyed on)
+  std::string canary_id;  // the live canary
+  // "" for the canary's fail; "node:<host>" for a node fault found while the
+  // canary runs (its node-scoped actions run then, the release goes on).
+  std::string part;
   std::string verdict = "fail";
   double decided_at = 0.0;  // Unix seconds of the sample that completed the decision
   std::vector<IncidentCause> causes;
   std::vector<std::string> canary_nodes;
   std::vector<std::string> baseline_nodes;
 
+  // What idempotence is keyed on: the canary id, plus "#" and the part when
+  // there is one ("r2#node:node-6").
+  std::string Key() const { return part.empty() ? canary_id : canary_id + "#" + part; }
   // The distinct nodes of node-scoped causes, in first-seen order: what
   // isolate_node and `{node}` command templates act on. A cause without a
   // node contributes the hosts of its GPU keys ("node-6/3" -> "node-6").

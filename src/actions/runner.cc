@@ -20,7 +20,12 @@ Runner::~Runner() {
 }
 
 RunTicket Runner::Run(Incident incident, TelemetryWriter telemetry) {
-  const std::string id = incident.canary_id;
+  return Finish(std::move(incident), std::move(telemetry), {});
+}
+
+RunTicket Runner::Finish(Incident incident, TelemetryWriter telemetry, std::set<std::string> done) {
+  const std::string id = incident.Key();
+  std::size_t queued = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!seen_.insert(id).second) {
@@ -29,37 +34,38 @@ RunTicket Runner::Run(Incident incident, TelemetryWriter telemetry) {
                          (done ? std::string("run") : std::string("queued or run")) +
                          "; not running them again"};
     }
-    queue_.push_back({std::move(incident), std::move(telemetry)});
+    for (const ActionConfig& action : options_.actions)
+      queued += done.contains(action.name) ? 0 : 1;
+    queue_.push_back({std::move(incident), std::move(telemetry), std::move(done)});
   }
   changed_.notify_all();
-  return {true,
-          "canary " + id + ": " + std::to_string(options_.actions.size()) + " actions queued"};
+  return {true, "canary " + id + ": " + std::to_string(queued) + " actions queued"};
 }
 
-void Runner::Seed(const std::vector<std::string>& canary_ids) {
+void Runner::Seed(const std::vector<std::string>& keys) {
   std::lock_guard<std::mutex> lock(mu_);
-  seen_.insert(canary_ids.begin(), canary_ids.end());
+  seen_.insert(keys.begin(), keys.end());
 }
 
-std::vector<ActionOutcome> Runner::Wait(const std::string& canary_id) {
+std::vector<ActionOutcome> Runner::Wait(const std::string& key) {
   std::unique_lock<std::mutex> lock(mu_);
   // A canary that was never queued here (unknown, or only Seed()ed) has
   // nothing to wait for.
   const auto queued = [&] {
-    if (busy_ && running_ == canary_id) return true;
+    if (busy_ && running_ == key) return true;
     for (const Job& j : queue_) {
-      if (j.incident.canary_id == canary_id) return true;
+      if (j.incident.Key() == key) return true;
     }
     return false;
   };
-  changed_.wait(lock, [&] { return done_.count(canary_id) != 0 || !queued(); });
-  auto it = done_.find(canary_id);
+  changed_.wait(lock, [&] { return done_.count(key) != 0 || !queued(); });
+  auto it = done_.find(key);
   return it == done_.end() ? std::vector<ActionOutcome>{} : it->second;
 }
 
-std::optional<std::vector<ActionOutcome>> Runner::Outcomes(const std::string& canary_id) const {
+std::optional<std::vector<ActionOutcome>> Runner::Outcomes(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = done_.find(canary_id);
+  auto it = done_.find(key);
   if (it == done_.end()) return std::nullopt;
   return it->second;
 }
@@ -81,11 +87,12 @@ void Runner::Work() {
       job = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
-      running_ = job.incident.canary_id;
+      running_ = job.incident.Key();
     }
     const ActionContext context{clock_, options_.flagger_gate, job.telemetry};
     std::vector<ActionOutcome> outcomes;
     for (const ActionConfig& action : options_.actions) {
+      if (job.done.contains(action.name)) continue;
       ActionOutcome o;
       std::string why;
       if (Selects(action, job.incident, &why)) {
@@ -104,7 +111,7 @@ void Runner::Work() {
     if (options_.on_done) options_.on_done(job.incident, outcomes);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      done_[job.incident.canary_id] = std::move(outcomes);
+      done_[job.incident.Key()] = std::move(outcomes);
       busy_ = false;
       running_.clear();
     }

@@ -6,11 +6,12 @@
 //   Runner runner({.actions = *ParseActions(node, path), .flagger_gate = &gate,
 //                  .on_outcome = [&](const Incident& i, const ActionOutcome& o) { Save(i, o); }});
 //   RunTicket t = runner.Run(incident, telemetry_writer);   // returns at once
-//   std::vector<ActionOutcome> outcomes = runner.Wait(incident.canary_id);
+//   std::vector<ActionOutcome> outcomes = runner.Wait(incident.Key());
 //
-// Idempotent per canary id: a second Run for a canary already run (or
-// queued, or Seed()ed from the record of an earlier process) does nothing
-// and says so. A failing action does not stop the next ones.
+// Idempotent per incident key (Incident::Key: the canary id, or the canary
+// id and a node for a node fault found while it runs): a second Run for a
+// key already run (or queued, or Seed()ed from the record of an earlier
+// process) does nothing and says so. A failing action does not stop the next ones.
 //
 // Thread-safe. The destructor finishes the incidents already queued (each
 // action is bounded by its timeouts) and joins the worker.
@@ -60,16 +61,20 @@ class Runner {
   // Queues `incident`'s actions and returns at once. `telemetry` fills
   // diagnostic bundles (may be empty).
   RunTicket Run(Incident incident, TelemetryWriter telemetry = {});
+  // The same, without the actions named in `done` (an earlier process
+  // recorded their outcomes before it died): they produce no outcome here.
+  RunTicket Finish(Incident incident, TelemetryWriter telemetry, std::set<std::string> done);
 
-  // Marks canaries whose actions an earlier process already ran (from the
-  // daemon's record), so Run skips them.
-  void Seed(const std::vector<std::string>& canary_ids);
+  // Marks incident keys whose actions an earlier process already ran (from
+  // the daemon's record), so Run skips them.
+  void Seed(const std::vector<std::string>& keys);
 
-  // Blocks until `canary_id`'s actions are done and returns their outcomes
-  // in order; empty at once when it was never Run (or only Seed()ed).
-  std::vector<ActionOutcome> Wait(const std::string& canary_id);
+  // Blocks until the actions of the incident `key` are done and returns
+  // their outcomes in order; empty at once when it was never Run (or only
+  // Seed()ed).
+  std::vector<ActionOutcome> Wait(const std::string& key);
   // The outcomes if done, nullopt if queued, running or unknown.
-  std::optional<std::vector<ActionOutcome>> Outcomes(const std::string& canary_id) const;
+  std::optional<std::vector<ActionOutcome>> Outcomes(const std::string& key) const;
   // Blocks until every queued incident is done.
   void WaitIdle();
 
@@ -77,6 +82,7 @@ class Runner {
   struct Job {
     Incident incident;
     TelemetryWriter telemetry;
+    std::set<std::string> done;  // action names not to run again
   };
   void Work();
 
@@ -90,7 +96,7 @@ class Runner {
   std::set<std::string> seen_;                              // GUARDED_BY(mu_)
   std::map<std::string, std::vector<ActionOutcome>> done_;  // GUARDED_BY(mu_)
   bool busy_ = false;                                       // GUARDED_BY(mu_)
-  std::string running_;    // GUARDED_BY(mu_): the canary being run while busy_
+  std::string running_;    // GUARDED_BY(mu_): the incident key being run while busy_
   bool stopping_ = false;  // GUARDED_BY(mu_)
   std::thread worker_;     // last: started once the rest is built
 };

@@ -1933,6 +1933,27 @@ void Judge::Impl::FinishBlocks() {
 
 // ---------------------------------------------------------------------------
 
+std::vector<std::string> JudgeInputNames(const Policy& policy) {
+  std::set<std::string> names(internal::kGpuSlotNames.begin(), internal::kGpuSlotNames.end());
+  names.emplace(internal::kTokensMetric);
+  const std::string tpot(internal::kTpotFamily);
+  names.insert({tpot + "_sum", tpot + "_count"});
+  for (const MetricPolicy& mp : policy.metrics) {
+    switch (mp.kind) {
+      case MetricPolicy::Kind::kMean:
+        names.insert({mp.name + "_sum", mp.name + "_count"});
+        break;
+      case MetricPolicy::Kind::kP99:
+        names.insert(mp.name + "_bucket");
+        break;
+      default:
+        names.insert(mp.name);
+        break;
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
 Judge::Judge(JudgeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Judge::~Judge() = default;
 Judge::Judge(Judge&&) noexcept = default;

@@ -108,6 +108,13 @@ struct Report {
   std::vector<std::string> notes;  // what could not be compared and why
 };
 
+// The sample names a judge with `policy` reads (canonical DCGM names; a
+// histogram as its `_sum` and `_count` series for a mean, its `_bucket` series
+// for a p99): the rules' and diagnostics' fixed fields plus the policy's
+// metrics, sorted and unique. What a live canary asks a remote Prometheus for
+// (docs/canaries.md, "History from Prometheus"); other series change nothing.
+std::vector<std::string> JudgeInputNames(const Policy& policy);
+
 class Judge {
  public:
   explicit Judge(JudgeOptions options);

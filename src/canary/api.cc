@@ -1,5 +1,6 @@
 #include "canary/api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -50,13 +51,37 @@ std::string Reason(const CanaryView& c) {
     if (cause.failing) return cause.summary;
   }
   if (c.state == "running") {
-    return "running: " +
-           (c.last_tick ? std::to_string(*c.last_tick - static_cast<std::int64_t>(c.started_at) + 1)
-                        : std::string("0")) +
+    // The history before the release is judged too; only the release's own
+    // seconds count here (none yet while the judge reads its history).
+    const std::int64_t judged =
+        c.last_tick ? *c.last_tick - static_cast<std::int64_t>(std::floor(c.started_at)) + 1 : 0;
+    return "running: " + std::to_string(std::max<std::int64_t>(judged, 0)) +
            " s of the release judged";
   }
   if (!c.report.notes.empty()) return c.report.notes.front();
   return "canary " + c.state;
+}
+
+// Every verdict change committed for the canary, oldest first, without the
+// judge's full report (GET /api/v1/canaries/{id} has the latest).
+Result<Json> VerdictHistory(store::MetaDb& meta, const std::string& id) {
+  auto verdicts = meta.Verdicts(id);
+  if (!verdicts) return Error(verdicts.error());
+  Json out = Json::array();
+  for (const store::VerdictRecord& v : *verdicts) {
+    Json causes = Json::array();
+    for (const store::CauseRecord& c : v.causes) {
+      causes.push_back({{"kind", c.kind},
+                        {"scope", c.scope},
+                        {"since", OptionalNumber(c.since)},
+                        {"summary", c.summary}});
+    }
+    out.push_back({{"at", v.at},
+                   {"verdict", v.verdict},
+                   {"score", OptionalNumber(v.score)},
+                   {"causes", std::move(causes)}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -132,6 +157,15 @@ bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respo
     Success(response, Summary(*manager_.Get(id)));
     return true;
   }
+  if (action == "verdicts") {
+    Result<Json> history = VerdictHistory(meta_, id);
+    if (!history) {
+      Failure(response, 500, "internal", history.error().message());
+      return true;
+    }
+    Success(response, std::move(*history));
+    return true;
+  }
   if (!action.empty()) {
     Failure(response, 404, "not_found", "no endpoint " + std::string(path));
     return true;
@@ -148,7 +182,8 @@ bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respo
                          {"duration_ms", a.duration_ms},
                          {"ok", a.ok},
                          {"attempts", a.attempts},
-                         {"detail", a.detail}});
+                         {"detail", a.detail},
+                         {"incident", a.incident.empty() ? "fail" : a.incident}});
     }
   }
   data["actions"] = std::move(actions);

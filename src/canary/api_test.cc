@@ -103,6 +103,33 @@ TEST_F(CanaryApiTest, TheVerdictEndpointIsAlways200ForArgo) {
   EXPECT_EQ(Body(r)["reason"], "no canary unknown");
 }
 
+TEST_F(CanaryApiTest, TheVerdictHistoryIsServedOldestFirst) {
+  net::HttpResponse r = Call("GET", "/api/v1/canaries/r2/verdicts");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(Body(r)["data"], Json::array());
+  store::VerdictRecord v;
+  v.canary_id = "r2";
+  v.at = kNow - 5;
+  v.verdict = "inconclusive";
+  v.score = 0;
+  v.report = "{}";
+  ASSERT_TRUE(meta_->AddVerdict(v).ok());
+  v.at = kNow;
+  v.verdict = "fail";
+  v.score = 2.5;
+  v.causes = {{"power_brake", "release", kNow - 3, "HW power brake held SM clock at 1050 MHz"}};
+  ASSERT_TRUE(meta_->AddVerdict(v).ok());
+  r = Call("GET", "/api/v1/canaries/r2/verdicts");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(Body(r)["data"], Json::parse(R"([
+    {"at": 1764680095, "verdict": "inconclusive", "score": 0, "causes": []},
+    {"at": 1764680100, "verdict": "fail", "score": 2.5,
+     "causes": [{"kind": "power_brake", "scope": "release", "since": 1764680097,
+                 "summary": "HW power brake held SM clock at 1050 MHz"}]}])"));
+  EXPECT_EQ(Call("GET", "/api/v1/canaries/nope/verdicts").status, 404);
+  EXPECT_EQ(Call("POST", "/api/v1/canaries/r2/verdicts").status, 405);
+}
+
 TEST_F(CanaryApiTest, FlaggerHooksFollowFlaggersStatusCodes) {
   const std::string hook = R"({"name":"chat-api","namespace":"prod","phase":"Progressing",
                                "metadata":{"canary":"r2"}})";

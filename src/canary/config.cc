@@ -5,12 +5,17 @@
 #include <filesystem>
 
 #include "analysis/policy/policy.h"
+#include "net/http_message.h"
+#include "net/url.h"
 
 namespace gpucanary::canary {
 namespace {
 
-constexpr std::array<std::string_view, 5> kKeys = {"policy", "history", "duration",
-                                                   "baseline_nodes", "lag"};
+constexpr std::array<std::string_view, 6> kKeys = {
+    "policy", "history", "duration", "baseline_nodes", "lag", "history_prometheus"};
+constexpr std::array<std::string_view, 5> kHistoryKeys = {"url", "token", "token_file", "headers",
+                                                          "timeout"};
+constexpr std::string_view kHistoryField = "canary.history_prometheus";
 
 // A duration field in whole milliseconds within [lo_s, hi_s] seconds.
 Result<std::int64_t> DurationMs(const config::Reporter& r, const YAML::Node& node,
@@ -23,6 +28,66 @@ Result<std::int64_t> DurationMs(const config::Reporter& r, const YAML::Node& nod
                       std::to_string(static_cast<std::int64_t>(hi_s)) + " s");
   }
   return static_cast<std::int64_t>(std::llround(*s * 1000));
+}
+
+std::string Field(std::string_view key) { return config::Child(kHistoryField, key); }
+
+Status ReadHeaders(const config::Reporter& r, const YAML::Node& node,
+                   std::vector<std::pair<std::string, std::string>>& out) {
+  auto headers = config::Fields::Read(r, node, Field("headers"), {});
+  if (!headers) return headers.error();
+  for (const config::Fields::Entry& e : headers->entries()) {
+    const std::string field = config::Child(Field("headers"), e.name);
+    // The client sets these itself; Authorization comes from token/token_file.
+    bool reserved = false;
+    for (std::string_view name :
+         {"host", "content-type", "content-length", "accept-encoding", "authorization"}) {
+      reserved = reserved || net::EqualsIgnoreCase(e.name, name);
+    }
+    if (!net::IsHeaderName(e.name) || reserved) {
+      return r.Fail(e.key, field, "not a header name gpucanary may set");
+    }
+    auto value = config::ReadString(r, e.value, field);
+    if (!value) return value.error();
+    if (value->find_first_of("\r\n") != std::string::npos ||
+        value->find('\0') != std::string::npos) {
+      return r.Fail(e.value, field, "a header value must not hold line breaks");
+    }
+    out.emplace_back(e.name, *value);
+  }
+  return Status::Ok();
+}
+
+// `canary.history_prometheus`: where the history window is read from when the
+// store lacks it (canary/history.h).
+Status ReadHistoryPrometheus(const config::Reporter& r, const YAML::Node& node,
+                             const std::string& base_dir, HistoryPrometheusOptions& out) {
+  auto fields = config::Fields::Read(r, node, kHistoryField, kHistoryKeys);
+  if (!fields) return fields.error();
+  HistoryPrometheusOptions options;
+  const YAML::Node* url = fields->Find("url");
+  if (url == nullptr) return r.Fail(fields->mark(), Field("url"), "required");
+  auto text = config::ReadString(r, *url, Field("url"));
+  if (!text) return text.error();
+  if (auto parsed = net::ParseHttpUrl(*text); !parsed) {
+    return r.Fail(*url, Field("url"), parsed.error().message());
+  }
+  options.url = *text;
+  auto token = config::ReadToken(r, *fields, base_dir, kHistoryField);
+  if (!token) return token.error();
+  options.client.bearer_token = std::move(*token);
+  if (const YAML::Node* n = fields->Find("headers")) {
+    GC_RETURN_IF_ERROR(ReadHeaders(r, *n, options.client.headers));
+  }
+  if (const YAML::Node* n = fields->Find("timeout")) {
+    auto ms = DurationMs(r, *n, Field("timeout"), 1, 600);
+    if (!ms) return ms.error();
+    options.client.timeout_ms = static_cast<int>(*ms);
+    // Prometheus gives up on the query too instead of working on for nobody.
+    options.client.query_timeout_s = static_cast<double>(*ms) / 1000;
+  }
+  out = std::move(options);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -63,6 +128,9 @@ Status ReadCanaryConfig(const config::Reporter& r, const YAML::Node& node,
     auto ms = DurationMs(r, *n, "canary.lag", 0, 60);
     if (!ms) return ms.error();
     options.lag_ms = *ms;
+  }
+  if (const YAML::Node* n = fields->Find("history_prometheus")) {
+    GC_RETURN_IF_ERROR(ReadHistoryPrometheus(r, *n, base_dir, options.history_prometheus));
   }
   return Status::Ok();
 }

@@ -8,6 +8,11 @@
 //     duration: 10m               # the verdict at started_at + duration is final
 //     baseline_nodes: 4           # at most this many baseline hosts
 //     lag: 2500ms                 # second t is judged at t + 1 s + lag
+//     history_prometheus:         # history the store lacks, from a Prometheus
+//       url: http://prometheus:9090
+//       token_file: prom-token    # or token: "..." (not both)
+//       headers: {X-Scope-OrgID: fleet-a}
+//       timeout: 10s
 //
 // Errors are kParseError "FILE:LINE:COL: canary.duration: ..." (a policy
 // file's own errors name that file).

@@ -1,7 +1,10 @@
 #include "canary/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace gpucanary::canary {
@@ -37,6 +40,68 @@ TEST(CanaryConfigTest, ErrorsSayWhere) {
   ASSERT_FALSE(o.has_value());
   EXPECT_NE(o.error().message().find("serve.yaml:2:11: canary.policy: "), std::string::npos)
       << o.error().message();
+}
+
+TEST(CanaryConfigTest, ReadsHistoryPrometheus) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gc_canary_config_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "prom-token") << "  s3cret\n";
+  const config::Reporter r{"serve.yaml"};
+  const YAML::Node root = YAML::Load(
+      "canary:\n"
+      "  history_prometheus:\n"
+      "    url: http://mimir:8080/prometheus\n"
+      "    token_file: prom-token\n"
+      "    headers: {X-Scope-OrgID: fleet-a}\n"
+      "    timeout: 4s\n");
+  CanaryOptions o;
+  const Status st = ReadCanaryConfig(r, root["canary"], dir.string(), o);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(o.history_prometheus.url, "http://mimir:8080/prometheus");
+  EXPECT_EQ(o.history_prometheus.client.bearer_token, "s3cret");
+  ASSERT_EQ(o.history_prometheus.client.headers.size(), 1U);
+  EXPECT_EQ(o.history_prometheus.client.headers[0].first, "X-Scope-OrgID");
+  EXPECT_EQ(o.history_prometheus.client.headers[0].second, "fleet-a");
+  EXPECT_EQ(o.history_prometheus.client.timeout_ms, 4000);
+  EXPECT_EQ(o.history_prometheus.client.query_timeout_s, 4.0);
+
+  // Off unless configured; 10 s per exchange by default.
+  auto plain = Read("canary:\n  history_prometheus: {url: \"http://prom:9090\", token: abc}\n");
+  ASSERT_TRUE(plain.has_value()) << plain.error().ToString();
+  EXPECT_EQ(plain->history_prometheus.client.bearer_token, "abc");
+  EXPECT_EQ(plain->history_prometheus.client.timeout_ms, 10000);
+  auto none = Read("canary:\n  history: 1m\n");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->history_prometheus.url.empty());
+}
+
+TEST(CanaryConfigTest, HistoryPrometheusErrorsSayWhere) {
+  const auto error = [](const std::string& yaml) {
+    auto o = Read(yaml);
+    return o.has_value() ? std::string("(no error)") : o.error().message();
+  };
+  EXPECT_EQ(error("canary:\n  history_prometheus: {token: x}\n"),
+            "serve.yaml:2:23: canary.history_prometheus.url: required");
+  EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: https://prom:9090\n")
+                .rfind("serve.yaml:3:10: canary.history_prometheus.url: ", 0),
+            0U)
+      << error("canary:\n  history_prometheus:\n    url: https://prom:9090\n");
+  EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: http://p\n    token: a\n"
+                  "    token_file: b\n"),
+            "serve.yaml:5:17: canary.history_prometheus.token_file: give token or token_file, "
+            "not both");
+  EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: http://p\n    timeout: 0s\n"),
+            "serve.yaml:4:14: canary.history_prometheus.timeout: must be between 1 s and 600 s");
+  EXPECT_EQ(
+      error("canary:\n  history_prometheus:\n    url: http://p\n    headers: {Host: x}\n"),
+      "serve.yaml:4:15: canary.history_prometheus.headers.Host: not a header name gpucanary may "
+      "set");
+  EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: http://p\n    tenant: x\n")
+                .rfind("serve.yaml:4:5: ", 0),
+            0U)
+      << error("canary:\n  history_prometheus:\n    url: http://p\n    tenant: x\n");
 }
 
 }  // namespace

@@ -18,30 +18,25 @@ using Json = nlohmann::json;
 // The exporters name the host label either way (DESIGN.md §3).
 constexpr std::string_view kHostLabels[] = {"Hostname", "hostname"};
 
-std::string RegexQuote(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-// "a|b|c" matching exactly the hosts.
-std::string HostRegex(const std::vector<std::string>& hosts) {
-  std::string regex;
-  for (const std::string& h : hosts) {
-    if (!regex.empty()) regex += '|';
-    regex += RegexQuote(h);
-  }
-  return regex;
-}
-
 double Seconds(std::int64_t ms) { return static_cast<double>(ms) / 1000.0; }
 
 // floor(ms / 1000) for any sign.
 std::int64_t FloorSeconds(std::int64_t ms) {
   return ms >= 0 ? ms / 1000 : -((-(ms + 1)) / 1000) - 1;
+}
+
+// The canary and baseline hosts of a canary record's detail (Persist's JSON).
+void ReadHosts(const std::string& detail_json, std::vector<std::string>& canary,
+               std::vector<std::string>& baseline) {
+  const Json detail = Json::parse(detail_json, nullptr, /*allow_exceptions=*/false);
+  const auto read = [&](const char* key, std::vector<std::string>& out) {
+    if (!detail.is_object() || !detail.contains(key) || !detail[key].is_array()) return;
+    for (const Json& h : detail[key]) {
+      if (h.is_string()) out.push_back(h.get<std::string>());
+    }
+  };
+  read("canary_hosts", canary);
+  read("baseline_hosts", baseline);
 }
 
 }  // namespace
@@ -51,12 +46,14 @@ struct CanaryManager::Canary {
   std::int64_t end_s = 0;  // the last second judged
   std::unique_ptr<analysis::Replay> replay;
   std::vector<analysis::StoreTickSource*> sources;
+  std::unique_ptr<CanaryHistory> history;  // null: the store's own history only
   std::unique_ptr<analysis::Judge> judge;
   analysis::Tick tick;
   // What was last committed to MetaDb: a verdict row is added when it changes.
   std::string persisted_verdict;
   std::size_t persisted_causes = 0;
-  bool aborted = false;  // Stop() asked
+  bool aborted = false;                // Stop() asked
+  std::set<std::string> faulty_nodes;  // nodes on_node_fault was called for
 };
 
 CanaryManager::CanaryManager(store::Store& store, store::MetaDb& meta, const Clock& clock,
@@ -133,7 +130,7 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
   std::vector<analysis::StoreInput> inputs;
   auto add = [&](analysis::Role role, const std::vector<std::string>& hosts) {
     if (hosts.empty()) return;
-    const std::string regex = HostRegex(hosts);
+    const std::string regex = store::ExactAlternation(hosts);
     for (std::string_view label : kHostLabels) {
       auto matcher = store::Matcher::Make(store::Matcher::Type::kRegex, std::string(label), regex);
       if (!matcher) continue;  // hosts are label values: always a valid regex
@@ -145,6 +142,10 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
   };
   add(analysis::Role::kCanary, c->view.canary_hosts);
   add(analysis::Role::kBaseline, c->view.baseline_hosts);
+  c->history = CanaryHistory::Attach(
+      store_, options_.history_prometheus, options_.policy, c->view.canary_hosts,
+      c->view.baseline_hosts, start_s - options_.history_s, start_s, clock_.NowMs(), inputs,
+      [this, id](std::string_view line) { Log("canary " + id + ": " + std::string(line)); });
   auto replay = analysis::OpenStoreReplay(store_, std::move(inputs), start_s - options_.history_s,
                                           &c->sources);
   if (!replay) return Error(replay.error());
@@ -155,27 +156,30 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
 }
 
 Status CanaryManager::Persist(Canary& c, bool with_verdict) {
+  // The verdict before the state: a canary recorded as ended always has the
+  // verdict it ended on. Killed in between, it is still running on disk, and
+  // Resume replays it to the same verdict (and end, and fail handler).
+  if (with_verdict) {
+    const analysis::Report& r = c.view.report;
+    store::VerdictRecord v;
+    v.canary_id = c.view.id;
+    v.at = r.last_tick.value_or(Seconds(clock_.NowMs()));
+    v.verdict = std::string(analysis::VerdictName(r.verdict));
+    v.score = r.score;
+    v.report = analysis::ReportToJson(r);
+    for (const analysis::Cause& cause : r.causes) {
+      v.causes.push_back({cause.kind, cause.scope, cause.since, cause.summary});
+    }
+    GC_RETURN_IF_ERROR(meta_.AddVerdict(v));
+    c.persisted_verdict = v.verdict;
+    c.persisted_causes = r.causes.size();
+  }
   Json detail = {{"canary_hosts", c.view.canary_hosts},
                  {"baseline_hosts", c.view.baseline_hosts},
                  {"duration_s", options_.duration_s},
                  {"history_s", options_.history_s}};
-  GC_RETURN_IF_ERROR(meta_.PutCanary({c.view.id, c.view.release_id, c.view.started_at,
-                                      c.view.ended_at, c.view.state, detail.dump()}));
-  if (!with_verdict) return Status::Ok();
-  const analysis::Report& r = c.view.report;
-  store::VerdictRecord v;
-  v.canary_id = c.view.id;
-  v.at = r.last_tick.value_or(Seconds(clock_.NowMs()));
-  v.verdict = std::string(analysis::VerdictName(r.verdict));
-  v.score = r.score;
-  v.report = analysis::ReportToJson(r);
-  for (const analysis::Cause& cause : r.causes) {
-    v.causes.push_back({cause.kind, cause.scope, cause.since, cause.summary});
-  }
-  GC_RETURN_IF_ERROR(meta_.AddVerdict(v));
-  c.persisted_verdict = v.verdict;
-  c.persisted_causes = r.causes.size();
-  return Status::Ok();
+  return meta_.PutCanary({c.view.id, c.view.release_id, c.view.started_at, c.view.ended_at,
+                          c.view.state, detail.dump()});
 }
 
 Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
@@ -228,25 +232,17 @@ Status CanaryManager::Resume() {
   auto records = meta_.ListCanaries("");
   if (!records) return records.error();
   for (const store::CanaryRecord& r : *records) {
-    if (r.state != "running") continue;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (canaries_.contains(r.id)) continue;
     }
+    if (r.state != "running") {
+      GC_RETURN_IF_ERROR(RestoreEnded(r));
+      continue;
+    }
     std::vector<std::string> canary;
     std::vector<std::string> baseline;
-    Json detail = Json::parse(r.detail, nullptr, /*allow_exceptions=*/false);
-    if (detail.is_object() && detail.contains("canary_hosts") &&
-        detail["canary_hosts"].is_array()) {
-      for (const Json& h : detail["canary_hosts"]) {
-        if (h.is_string()) canary.push_back(h.get<std::string>());
-      }
-      if (detail.contains("baseline_hosts") && detail["baseline_hosts"].is_array()) {
-        for (const Json& h : detail["baseline_hosts"]) {
-          if (h.is_string()) baseline.push_back(h.get<std::string>());
-        }
-      }
-    }
+    ReadHosts(r.detail, canary, baseline);
     auto built = canary.empty() ? Result<std::unique_ptr<Canary>>(Error(
                                       StatusCode::kParseError, "no canary hosts in its record"))
                                 : Build(r.id, r.release_id, r.started_at, canary, baseline);
@@ -275,6 +271,50 @@ Status CanaryManager::Resume() {
   return Status::Ok();
 }
 
+// An ended canary as its record and its last verdict left it: served again
+// (state, hosts, the judge's last report), never judged again.
+Status CanaryManager::RestoreEnded(const store::CanaryRecord& r) {
+  auto c = std::make_unique<Canary>();
+  c->view.id = r.id;
+  c->view.release_id = r.release_id;
+  c->view.state = r.state;
+  c->view.started_at = r.started_at;
+  c->view.ended_at = r.ended_at;
+  ReadHosts(r.detail, c->view.canary_hosts, c->view.baseline_hosts);
+  auto verdicts = meta_.Verdicts(r.id);
+  if (!verdicts) return verdicts.error();
+  if (!verdicts->empty()) {
+    const store::VerdictRecord& last = verdicts->back();
+    if (auto report = analysis::ReportFromJson(last.report)) {
+      c->view.report = std::move(*report);
+    } else {
+      // The verdict and its causes' words still show; the rest of the report is lost.
+      Log("canary " + r.id + ": its last report does not read back (" + report.error().message() +
+          ")");
+      c->view.report.verdict = last.verdict == "pass"   ? analysis::Verdict::kPass
+                               : last.verdict == "fail" ? analysis::Verdict::kFail
+                                                        : analysis::Verdict::kInconclusive;
+      c->view.report.score = last.score.value_or(0.0);
+      for (const store::CauseRecord& cause : last.causes) {
+        analysis::Cause& restored = c->view.report.causes.emplace_back();
+        restored.kind = cause.kind;
+        restored.scope = cause.scope;
+        restored.since = cause.since.value_or(0.0);
+        restored.failing = cause.scope == "release";
+        restored.summary = cause.summary;
+      }
+    }
+    c->persisted_verdict = last.verdict;
+    c->persisted_causes = last.causes.size();
+  }
+  if (c->view.report.last_tick) {
+    c->view.last_tick = static_cast<std::int64_t>(*c->view.report.last_tick);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  canaries_.emplace(r.id, std::move(c));
+  return Status::Ok();
+}
+
 Status CanaryManager::Stop(std::string_view id, std::string_view reason) {
   std::lock_guard<std::mutex> poll(poll_mu_);  // not in the middle of its step
   Canary* c = nullptr;
@@ -289,11 +329,13 @@ Status CanaryManager::Stop(std::string_view id, std::string_view reason) {
       return Status(StatusCode::kFailedPrecondition,
                     "canary " + std::string(id) + " has ended (" + c->view.state + ")");
     }
-    c->view.state = "aborted";
+    // A canary the judge has already passed keeps its verdict: the rollout
+    // was promoted on it. Any other stop is an abort.
+    c->view.state = c->view.report.verdict == analysis::Verdict::kPass ? "passed" : "aborted";
     c->view.ended_at = Seconds(clock_.NowMs());
   }
   if (hooks_.clear_fast) hooks_.clear_fast(c->view.id);
-  Log("canary " + c->view.id + ": stopped (" + std::string(reason) + ")");
+  Log("canary " + c->view.id + ": stopped (" + std::string(reason) + "), " + c->view.state);
   return Persist(*c, false);
 }
 
@@ -338,6 +380,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
                                                          : "inconclusive";
     ended = true;
   }
+  if (c.history) c.history->Annotate(report);
   const bool changed = std::string(analysis::VerdictName(report.verdict)) != c.persisted_verdict ||
                        report.causes.size() != c.persisted_causes || ended;
   {
@@ -353,6 +396,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   if (changed) {
     if (Status st = Persist(c, true); !st.ok()) Log("canary " + c.view.id + ": " + st.message());
   }
+  NotifyNodeFaults(c);
   if (!ended) return;
   if (hooks_.clear_fast) hooks_.clear_fast(c.view.id);
   Log("canary " + c.view.id + ": " + state);
@@ -363,6 +407,26 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
       view = c.view;
     }
     hooks_.on_fail(view);
+  }
+}
+
+void CanaryManager::NotifyNodeFaults(Canary& c) {
+  std::vector<std::string> fresh;
+  for (const analysis::Cause& cause : c.view.report.causes) {
+    if (cause.scope != "node") continue;
+    for (const std::string& node : cause.nodes) {
+      if (c.faulty_nodes.insert(node).second) fresh.push_back(node);
+    }
+  }
+  if (fresh.empty() || !hooks_.on_node_fault) return;
+  CanaryView view;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    view = c.view;
+  }
+  for (const std::string& node : fresh) {
+    Log("canary " + c.view.id + ": node " + node + " has a fault of its own");
+    hooks_.on_node_fault(view, node);
   }
 }
 

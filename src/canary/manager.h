@@ -30,6 +30,7 @@
 
 #include "analysis/judge.h"
 #include "analysis/policy/policy.h"
+#include "canary/history.h"
 #include "core/clock.h"
 #include "core/status.h"
 #include "store/matcher.h"
@@ -46,6 +47,8 @@ struct CanaryOptions {
   std::int64_t lag_ms = 2500;            // second t is judged at (t + 1) s + lag
   int poll_ms = 250;                     // StartThread's period
   std::int64_t discovery_window_s = 60;  // hosts "present" = series in this window
+  // Where the history window is read from when the store lacks it (canary/history.h).
+  HistoryPrometheusOptions history_prometheus;
 };
 
 // What a release annotation asks for (DESIGN.md §5).
@@ -75,6 +78,10 @@ struct CanaryHooks {
   std::function<void(const std::string& key)> clear_fast;
   // Called once when a canary fails, on the manager's thread; may be null.
   std::function<void(const CanaryView& canary)> on_fail;
+  // Called once per node when the judge first names a node-scoped cause on
+  // it (a node's own fault, DESIGN.md §6) while the canary goes on; on the
+  // manager's thread; may be null.
+  std::function<void(const CanaryView& canary, const std::string& node)> on_node_fault;
   std::function<void(std::string_view)> log;
 };
 
@@ -94,12 +101,16 @@ class CanaryManager {
   // kAlreadyExists for a release with a canary; MetaDb's errors.
   Result<std::string> Start(const CanaryRequest& request);
 
-  // Resumes the canaries MetaDb has as running (after a restart). Errors:
-  // MetaDb's; a canary that cannot be resumed is logged and aborted.
+  // After a restart: resumes the canaries MetaDb has as running (their
+  // windows replayed from the store), and restores the ended ones as they
+  // ended (state, hosts, last report) so Get and List still show them; the
+  // fail handler is not called for those. Errors: MetaDb's; a running
+  // canary that cannot be resumed is logged and aborted.
   Status Resume();
 
-  // Ends a running canary with state "aborted" (promotion or rollback decided
-  // elsewhere). Errors: kNotFound, kFailedPrecondition when it has ended.
+  // Ends a running canary (promotion or rollback decided elsewhere): state
+  // "passed" when the judge has already passed it, else "aborted". Errors:
+  // kNotFound, kFailedPrecondition when it has ended.
   Status Stop(std::string_view id, std::string_view reason);
 
   std::optional<CanaryView> Get(std::string_view id) const;
@@ -114,7 +125,9 @@ class CanaryManager {
  private:
   struct Canary;
   Status Persist(Canary& c, bool with_verdict);
+  Status RestoreEnded(const store::CanaryRecord& record);
   void Step(Canary& c, std::int64_t now_ms);
+  void NotifyNodeFaults(Canary& c);
   Result<std::unique_ptr<Canary>> Build(const std::string& id, const std::string& release_id,
                                         double started_at, std::vector<std::string> canary_hosts,
                                         std::vector<std::string> baseline_hosts);

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/report/report_json.h"
@@ -65,6 +66,9 @@ class CanaryManagerTest : public ::testing::Test {
     };
     hooks.clear_fast = [this](const std::string& key) { fast_.erase(key); };
     hooks.on_fail = [this](const CanaryView& view) { failed_.push_back(view); };
+    hooks.on_node_fault = [this](const CanaryView& view, const std::string& node) {
+      node_faults_.emplace_back(view.id, node);
+    };
     hooks.log = [this](std::string_view line) { log_.emplace_back(line); };
     manager_ = std::make_unique<CanaryManager>(*store_, *meta_, clock_, options, hooks);
   }
@@ -84,6 +88,7 @@ class CanaryManagerTest : public ::testing::Test {
   std::unique_ptr<CanaryManager> manager_;
   std::map<std::string, std::vector<std::string>> fast_;
   std::vector<CanaryView> failed_;
+  std::vector<std::pair<std::string, std::string>> node_faults_;  // canary, node
   std::vector<std::string> log_;
 };
 
@@ -159,6 +164,81 @@ TEST_F(CanaryManagerTest, ARestartMidCanaryResumesFromTheStore) {
                                 .previous = ""});
   ASSERT_FALSE(again.has_value());
   EXPECT_EQ(again.error().code(), StatusCode::kAlreadyExists);
+}
+
+// A canary that ended before the restart is served again as it ended (its
+// state, hosts and last report, read back from MetaDb), and never judged or
+// acted on again.
+TEST_F(CanaryManagerTest, AnEndedCanaryIsStillThereAfterARestart) {
+  LoadTelemetry();
+  NewManager();
+  ASSERT_TRUE(manager_
+                  ->Start({.release_id = "fp8-kernel",
+                           .started_at = static_cast<double>(kStart + 20),
+                           .targets = {"node-4"},
+                           .selector = {},
+                           .previous = "stable"})
+                  .has_value());
+  RunUntil(kStart + 140);
+  const CanaryView ended = *manager_->Get("fp8-kernel");
+  ASSERT_EQ(ended.state, "failed");
+  const std::size_t verdicts = meta_->Verdicts("fp8-kernel")->size();
+  manager_.reset();
+
+  NewManager();
+  ASSERT_TRUE(manager_->Resume().ok());
+  auto view = manager_->Get("fp8-kernel");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->state, "failed");
+  EXPECT_EQ(view->started_at, ended.started_at);
+  EXPECT_EQ(view->ended_at, ended.ended_at);
+  EXPECT_EQ(view->canary_hosts, ended.canary_hosts);
+  EXPECT_EQ(view->baseline_hosts, ended.baseline_hosts);
+  EXPECT_EQ(view->last_tick, ended.last_tick);
+  EXPECT_EQ(analysis::ReportToJson(view->report), analysis::ReportToJson(ended.report));
+  EXPECT_EQ(manager_->List().size(), 1U);
+  RunUntil(kStart + 150);
+  EXPECT_EQ(failed_.size(), 1U);  // the first manager's call
+  EXPECT_TRUE(fast_.empty());
+  EXPECT_EQ(meta_->Verdicts("fp8-kernel")->size(), verdicts);
+  EXPECT_EQ(manager_->Stop("fp8-kernel", "test").code(), StatusCode::kFailedPrecondition);
+}
+
+// A harmless release on node-4 while node-2, a baseline node, brakes on its
+// own at 40 s: the node hook is called once for node-2, the release is not
+// failed.
+TEST_F(CanaryManagerTest, ABaselineNodesOwnFaultCallsTheNodeHookNotTheBreaker) {
+  const fs::path recording = dir_ / "bad-node.om";
+  testing::Simulate(R"(seed: 11
+duration: 90s
+fleet:
+  - {nodes: "node-[1-5]", gpu: h100-sxm, driver: "580.105.08"}
+releases:
+  stable: {profile: baseline}
+  next: {profile: baseline}
+traffic: {rps: 200}
+events:
+  - {at: 0s, deploy: stable, nodes: all}
+  - {at: 20s, deploy: next, nodes: [node-4]}
+  - {at: 40s, fault: power_brake, nodes: [node-2], gpus: "0-3"}
+)",
+                    recording);
+  testing::LoadRecording(recording, *store_);
+  NewManager();
+  ASSERT_TRUE(manager_
+                  ->Start({.release_id = "next",
+                           .started_at = static_cast<double>(kStart + 20),
+                           .targets = {"node-4"},
+                           .selector = {},
+                           .previous = "stable"})
+                  .has_value());
+  RunUntil(kStart + 90);
+  auto view = manager_->Get("next");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_NE(view->state, "failed") << analysis::ReportToJson(view->report);
+  EXPECT_TRUE(failed_.empty());
+  ASSERT_EQ(node_faults_.size(), 1U) << analysis::ReportToJson(view->report);
+  EXPECT_EQ(node_faults_[0], (std::pair<std::string, std::string>{"next", "node-2"}));
 }
 
 TEST_F(CanaryManagerTest, ReleasesWithoutHostsAreRefusedWithAReason) {

@@ -35,5 +35,6 @@ void RegisterServeCommand(CLI::App& app, CommandContext& ctx);
 void RegisterBackfillCommand(CLI::App& app, CommandContext& ctx);
 void RegisterReleaseCommand(CLI::App& app, CommandContext& ctx);
 void RegisterReportCommand(CLI::App& app, CommandContext& ctx);
+void RegisterDemoCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

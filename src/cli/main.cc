@@ -29,6 +29,7 @@ int Run(int argc, char** argv) {
   RegisterBackfillCommand(app, ctx);
   RegisterReleaseCommand(app, ctx);
   RegisterReportCommand(app, ctx);
+  RegisterDemoCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

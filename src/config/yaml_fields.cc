@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -185,6 +186,37 @@ Result<bool> ReadBool(const Reporter& r, const YAML::Node& node, std::string_vie
     if (s == "false" || s == "no" || s == "off") return false;
   }
   return r.Fail(node, field, "expected true or false");
+}
+
+Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std::string& base_dir,
+                              std::string_view parent) {
+  const YAML::Node* inline_token = fields.Find("token");
+  const YAML::Node* file = fields.Find("token_file");
+  if (inline_token != nullptr && file != nullptr) {
+    return r.Fail(*file, Child(parent, "token_file"), "give token or token_file, not both");
+  }
+  if (inline_token == nullptr && file == nullptr) return std::string();
+  const YAML::Node& node = inline_token != nullptr ? *inline_token : *file;
+  const std::string field = Child(parent, inline_token != nullptr ? "token" : "token_file");
+  auto text = ReadString(r, node, field);
+  if (!text) return Error(text.error());
+  std::string token = *text;
+  if (file != nullptr) {
+    std::filesystem::path path(*text);
+    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+    auto content = ReadConfigFile(path.string());
+    if (!content) return r.Fail(node, field, content.error().message());
+    const std::size_t begin = content->find_first_not_of(" \t\r\n");
+    const std::size_t end = content->find_last_not_of(" \t\r\n");
+    token = begin == std::string::npos ? "" : content->substr(begin, end - begin + 1);
+    if (token.empty()) return r.Fail(node, field, "the file '" + *text + "' is empty");
+  }
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      return r.Fail(node, field, "a token must be printable ASCII without spaces");
+    }
+  }
+  return token;
 }
 
 }  // namespace gpucanary::config

@@ -94,4 +94,11 @@ Result<std::int64_t> ReadInt(const Reporter& r, const YAML::Node& node, std::str
                              std::int64_t lo, std::int64_t hi);
 Result<bool> ReadBool(const Reporter& r, const YAML::Node& node, std::string_view field);
 
+// A bearer token given inline (`token`) or in a file (`token_file`, relative
+// to `base_dir`, the configuration's folder; surrounding whitespace
+// dropped), not both; "" when neither. Printable ASCII without spaces.
+// Messages name `parent`.token / .token_file and never echo the token.
+Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std::string& base_dir,
+                              std::string_view parent);
+
 }  // namespace gpucanary::config

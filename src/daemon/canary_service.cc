@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "recording/recording_writer.h"
@@ -36,18 +39,6 @@ actions::Incident IncidentOf(const canary::CanaryView& view, const releases::Rel
   return incident;
 }
 
-std::string HostRegex(const std::vector<std::string>& hosts) {
-  std::string regex;
-  for (const std::string& h : hosts) {
-    if (!regex.empty()) regex += '|';
-    for (char c : h) {
-      if (std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos) regex += '\\';
-      regex += c;
-    }
-  }
-  return regex;
-}
-
 }  // namespace
 
 CanaryService::CanaryService(store::Store& store, store::MetaDb& meta, Clock& clock,
@@ -59,14 +50,14 @@ CanaryService::CanaryService(store::Store& store, store::MetaDb& meta, Clock& cl
   runner.clock = &clock_;
   runner.on_outcome = [this](const actions::Incident& incident,
                              const actions::ActionOutcome& outcome) {
-    store::ActionRecord record{incident.canary_id,
-                               outcome.name,
-                               outcome.kind,
-                               static_cast<double>(outcome.started_at_ms) / 1000.0,
-                               static_cast<double>(outcome.duration_ms),
-                               outcome.ok,
-                               outcome.attempts,
-                               outcome.skipped ? "skipped: " + outcome.detail : outcome.detail};
+    store::ActionRecord record{
+        incident.canary_id, outcome.name, outcome.kind,
+        static_cast<double>(outcome.started_at_ms) / 1000.0,
+        static_cast<double>(outcome.duration_ms), outcome.ok, outcome.attempts,
+        // "skipped: why" marks a skipped action in the record
+        outcome.skipped && !outcome.detail.starts_with("skipped") ? "skipped: " + outcome.detail
+                                                                  : outcome.detail,
+        incident.part};
     if (Status st = meta_.AddAction(record); !st.ok()) Log("actions: " + st.message());
     Log("canary " + incident.canary_id + ": action " + outcome.name + " (" + outcome.kind + "): " +
         (outcome.skipped ? "skipped"
@@ -84,6 +75,9 @@ CanaryService::CanaryService(store::Store& store, store::MetaDb& meta, Clock& cl
     hooks.clear_fast = [scraper](const std::string& key) { scraper->ClearFast("canary:" + key); };
   }
   hooks.on_fail = [this](const canary::CanaryView& view) { OnFail(view); };
+  hooks.on_node_fault = [this](const canary::CanaryView& view, const std::string& node) {
+    OnNodeFault(view, node);
+  };
   hooks.log = options_.log;
   manager_ = std::make_unique<canary::CanaryManager>(store_, meta_, clock_, options_.canary,
                                                      std::move(hooks));
@@ -97,16 +91,56 @@ void CanaryService::Log(const std::string& line) const {
 }
 
 Status CanaryService::Start() {
-  // Canaries whose actions an earlier process started are not acted on again.
+  // Canaries whose actions an earlier process ran are not acted on again. A
+  // failed canary whose fail actions are not all recorded (the process died
+  // while they ran, or between the verdict and the first) gets the rest run
+  // now: at least once, never twice for an action whose outcome was kept.
   auto canaries = meta_.ListCanaries("");
   if (!canaries) return canaries.error();
-  std::vector<std::string> acted;
+  std::vector<std::string> acted;  // incident keys (actions::Incident::Key)
+  std::map<std::string, std::set<std::string>> unfinished;  // failed canary -> actions recorded
+  const double now_s = static_cast<double>(clock_.NowMs()) / 1000.0;
   for (const store::CanaryRecord& c : *canaries) {
     auto recorded = meta_.Actions(c.id);
-    if (recorded && !recorded->empty()) acted.push_back(c.id);
+    if (!recorded) return recorded.error();
+    std::vector<std::string> fail_order;
+    for (const store::ActionRecord& a : *recorded) {
+      if (a.incident.empty()) {
+        fail_order.push_back(a.name);
+      } else {
+        acted.push_back(c.id + "#" + a.incident);
+      }
+    }
+    // Cut short: what was recorded is a proper prefix of the configured
+    // actions (they run in order), and the fail is recent (an hour), so that
+    // an action added to the configuration later does not fire for old
+    // canaries.
+    bool prefix = fail_order.size() < options_.actions.size();
+    for (std::size_t i = 0; prefix && i < fail_order.size(); ++i) {
+      prefix = fail_order[i] == options_.actions[i].name;
+    }
+    const bool recent = c.ended_at.has_value() && now_s - *c.ended_at < 3600;
+    std::set<std::string> fail_done(fail_order.begin(), fail_order.end());
+    if (c.state == "failed" && prefix && recent) {
+      unfinished.emplace(c.id, std::move(fail_done));
+    } else if (!fail_order.empty() || c.state == "failed") {
+      acted.push_back(c.id);
+    }
   }
   runner_->Seed(acted);
   GC_RETURN_IF_ERROR(manager_->Resume());
+  for (auto& [id, done] : unfinished) {
+    const std::optional<canary::CanaryView> view = manager_->Get(id);
+    if (!view) continue;
+    Log("canary " + id + ": failed, but an earlier process recorded " +
+        std::to_string(done.size()) + " of its " + std::to_string(options_.actions.size()) +
+        " actions; running the rest");
+    const actions::RunTicket ticket = runner_->Finish(
+        FailIncident(*view),
+        [this, v = *view](const std::filesystem::path& dir) { return WriteTelemetry(v, dir); },
+        std::move(done));
+    Log(ticket.message);
+  }
   manager_->StartThread();
   return Status::Ok();
 }
@@ -140,18 +174,40 @@ bool CanaryService::Handle(const net::HttpRequest& request, net::HttpResponse& r
   return api_->Handle(request, response);
 }
 
-void CanaryService::OnFail(const canary::CanaryView& view) {
+actions::Incident CanaryService::FailIncident(const canary::CanaryView& view) const {
   std::optional<releases::Release> release;
   if (auto stored = meta_.GetRelease(view.release_id); stored && stored->has_value()) {
     if (auto parsed = releases::ParseRelease((*stored)->annotation)) release = std::move(*parsed);
   }
-  actions::Incident incident = IncidentOf(view, release ? &*release : nullptr);
+  return IncidentOf(view, release ? &*release : nullptr);
+}
+
+void CanaryService::OnFail(const canary::CanaryView& view) {
+  actions::Incident incident = FailIncident(view);
   for (const actions::IncidentCause& c : incident.causes) {
     if (c.scope == "release") {
       gate_.SetRollback(view.id, c.summary);
       break;
     }
   }
+  const actions::RunTicket ticket = runner_->Run(
+      std::move(incident),
+      [this, view](const std::filesystem::path& dir) { return WriteTelemetry(view, dir); });
+  Log(ticket.message);
+}
+
+// A node's own fault while the canary runs: the actions that admit
+// node-scoped causes (isolate_node, node-filtered commands, a bundle) run for
+// that node now, once; the release is not blamed and the canary goes on.
+void CanaryService::OnNodeFault(const canary::CanaryView& view, const std::string& node) {
+  actions::Incident incident = FailIncident(view);
+  incident.part = "node:" + node;
+  std::erase_if(incident.causes, [&](const actions::IncidentCause& c) {
+    if (c.scope != "node") return true;
+    if (c.node == node) return false;
+    return std::none_of(c.gpus.begin(), c.gpus.end(),
+                        [&](const std::string& g) { return g.rfind(node + "/", 0) == 0; });
+  });
   const actions::RunTicket ticket = runner_->Run(
       std::move(incident),
       [this, view](const std::filesystem::path& dir) { return WriteTelemetry(view, dir); });
@@ -178,8 +234,8 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
   std::vector<store::Labels> series;
   std::vector<Row> rows;
   for (std::string_view label : {"Hostname", "hostname"}) {
-    auto matcher =
-        store::Matcher::Make(store::Matcher::Type::kRegex, std::string(label), HostRegex(hosts));
+    auto matcher = store::Matcher::Make(store::Matcher::Type::kRegex, std::string(label),
+                                        store::ExactAlternation(hosts));
     if (!matcher) return matcher.error();
     auto got = store_.Select({*matcher}, from_ms, to_ms);
     if (!got) return got.error();
@@ -190,17 +246,78 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
       series.push_back(std::move(s.labels));
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.t < b.t; });
   auto writer = recording::RecordingWriter::Open((dir / "telemetry.om").string());
   if (!writer) return writer.error();
+  // Types are not stored. Histograms are told by their samples, as
+  // StoreTickSource tells them (an `x_bucket` series with `le`), and declared
+  // as histograms so that the bundle replays their quantiles; every other
+  // name is "unknown", kept as scraped (the judge knows DCGM's counters).
+  std::set<std::string> histograms;
+  for (const store::Labels& l : series) {
+    const std::string_view name = store::LabelValue(l, store::kMetricNameLabel);
+    if (name.ends_with("_bucket") && !store::LabelValue(l, "le").empty()) {
+      histograms.emplace(name.substr(0, name.size() - 7));
+    }
+  }
+  auto histogram_of = [&](const std::string& name) -> std::string {
+    for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
+      if (name.ends_with(suffix)) {
+        std::string base = name.substr(0, name.size() - suffix.size());
+        if (histograms.contains(base)) return base;
+      }
+    }
+    return "";
+  };
+  // Within a second, one histogram's samples must come together with its
+  // buckets in increasing `le` (OpenMetrics): rank the series by (family,
+  // other labels, bucket/count/sum, le) and order each second's rows by rank.
+  struct SeriesKey {
+    std::string family;
+    std::string labels;  // without __name__ and le
+    int part = 0;        // 0 bucket (or not a histogram), 1 count, 2 sum
+    double le = 0;
+  };
+  std::vector<SeriesKey> keys(series.size());
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const std::string name(store::LabelValue(series[i], store::kMetricNameLabel));
+    const std::string histogram = histogram_of(name);
+    SeriesKey& k = keys[i];
+    k.family = histogram.empty() ? name : histogram;
+    for (const store::Label& label : series[i]) {
+      if (label.name == store::kMetricNameLabel || label.name == "le") continue;
+      k.labels += label.name + '\x01' + label.value + '\x02';
+    }
+    if (!histogram.empty()) {
+      k.part = name.ends_with("_count") ? 1 : name.ends_with("_sum") ? 2 : 0;
+      const std::string le(store::LabelValue(series[i], "le"));
+      k.le =
+          le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
+    }
+  }
+  std::vector<std::size_t> rank(series.size());
+  {
+    std::vector<std::size_t> order(series.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::tie(keys[a].family, keys[a].labels, keys[a].part, keys[a].le) <
+             std::tie(keys[b].family, keys[b].labels, keys[b].part, keys[b].le);
+    });
+    for (std::size_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  }
+  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    return a.t != b.t ? a.t < b.t : rank[a.series] < rank[b.series];
+  });
   std::set<std::string> declared;
   std::vector<recording::Label> labels;
   for (const Row& row : rows) {
     const store::Labels& l = series[row.series];
     const std::string name(store::LabelValue(l, store::kMetricNameLabel));
     if (declared.insert(name).second) {
-      // Types are not stored: "unknown" keeps every name as scraped.
-      GC_RETURN_IF_ERROR((*writer)->DeclareFamily(name, recording::MetricKind::kUnknown, ""));
+      const std::string histogram = histogram_of(name);
+      GC_RETURN_IF_ERROR(
+          histogram.empty()
+              ? (*writer)->DeclareFamily(name, recording::MetricKind::kUnknown, "")
+              : (*writer)->DeclareFamily(histogram, recording::MetricKind::kHistogram, ""));
     }
     labels.clear();
     for (const store::Label& label : l) {

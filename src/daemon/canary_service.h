@@ -63,7 +63,10 @@ class CanaryService {
   canary::CanaryManager& manager() { return *manager_; }
 
  private:
+  // The incident of a canary's verdict, with its release's annotation.
+  actions::Incident FailIncident(const canary::CanaryView& view) const;
   void OnFail(const canary::CanaryView& view);
+  void OnNodeFault(const canary::CanaryView& view, const std::string& node);
   Status WriteTelemetry(const canary::CanaryView& view, const std::filesystem::path& dir) const;
   void Log(const std::string& line) const;
 

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,16 +48,19 @@ class CanaryServiceTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  void NewService() {
+  // `with_bundle` false: the webhook only (as if a process died after it).
+  void NewService(bool with_bundle = true) {
     CanaryServiceOptions options;
     options.canary.policy = analysis::DefaultPolicy();
     options.canary.history_s = 15;
     options.canary.duration_s = 100;
     options.canary.baseline_nodes = 3;
-    const std::string yaml = "actions:\n  - {name: page, kind: webhook, url: '" +
-                             receiver_.Url("/hook") +
-                             "'}\n  - {name: evidence, kind: diagnostic_bundle, dir: '" +
-                             (dir_ / "bundles").string() + "'}\n";
+    std::string yaml =
+        "actions:\n  - {name: page, kind: webhook, url: '" + receiver_.Url("/hook") + "'}\n";
+    if (with_bundle) {
+      yaml += "  - {name: evidence, kind: diagnostic_bundle, dir: '" + (dir_ / "bundles").string() +
+              "'}\n";
+    }
     auto actions = actions::ParseActions(YAML::Load(yaml)["actions"], "serve.yaml");
     ASSERT_TRUE(actions.has_value()) << actions.error().ToString();
     options.actions = std::move(*actions);
@@ -70,6 +75,8 @@ class CanaryServiceTest : public ::testing::Test {
     EXPECT_TRUE(meta_->PutRelease({release->id, release->service, release->started_at, json}).ok());
     return service_->OnRelease(*release);
   }
+
+  void FailWithTheWebhookOnly();
 
   void RunUntil(std::int64_t until_s) {
     while (clock_.NowMs() < until_s * 1000) {
@@ -155,6 +162,11 @@ TEST_F(CanaryServiceTest, AFailingCanaryPullsTheBrakeOnceAndKeepsTheEvidence) {
       min_clock = std::min(min_clock, p->value);
   }
   EXPECT_LT(min_clock, 1200);  // the ~1050 MHz brake floor
+  // vLLM's latency histograms are histograms again (their p99 replays).
+  std::ifstream om(bundle / "telemetry.om");
+  const std::string text((std::istreambuf_iterator<char>(om)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("# TYPE vllm:e2e_request_latency_seconds histogram"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_SM_CLOCK unknown"), std::string::npos);
 
   // Flagger's rollback hook now says roll back.
   EXPECT_EQ(
@@ -174,10 +186,59 @@ TEST_F(CanaryServiceTest, ARestartKeepsTheCanaryAndDoesNotActTwice) {
   ASSERT_TRUE(service_->Start().ok());
   service_->manager().StopThread();
   EXPECT_EQ((*meta_->GetCanary("fp8-kernel"))->state, "failed");
-  // A failed canary is not resumed and its actions are not run again.
+  // It is still served as it ended (Flagger still hears "roll back"), but
+  // not judged again, and its actions are not run again.
+  Json state = Json::parse(Call("GET", "/api/v1/canaries/fp8-kernel").body)["data"];
+  EXPECT_EQ(state["state"], "failed");
+  EXPECT_EQ(state["verdict"], "fail");
+  EXPECT_EQ(state["actions"].size(), 2U);
+  EXPECT_EQ(
+      Call("POST", "/api/v1/flagger/rollback", R"({"metadata":{"canary":"fp8-kernel"}})").status,
+      200);
   service_->Stop();
   EXPECT_EQ(receiver_.requests().size(), 1U);
   EXPECT_EQ(meta_->Actions("fp8-kernel")->size(), 2U);
+}
+
+// The canary fails under a configuration with the webhook only: the state
+// a process leaves when it dies after the webhook and before the bundle.
+void CanaryServiceTest::FailWithTheWebhookOnly() {
+  NewService(/*with_bundle=*/false);
+  ASSERT_TRUE(service_->Start().ok());
+  service_->manager().StopThread();
+  ASSERT_TRUE(Announce(kRelease).has_value());
+  RunUntil(kSimStart + 60);
+  service_.reset();
+}
+
+// The process died after the webhook's outcome was committed and before the
+// bundle's: the restart runs the bundle, not the webhook again. An hour
+// later nothing is run for it any more.
+TEST_F(CanaryServiceTest, ActionsCutShortByADeathAreFinishedOnRestart) {
+  FailWithTheWebhookOnly();
+  ASSERT_EQ(meta_->Actions("fp8-kernel")->size(), 1U);
+  ASSERT_FALSE(fs::exists(dir_ / "bundles"));
+
+  NewService();
+  ASSERT_TRUE(service_->Start().ok());
+  service_->Stop();  // waits for the actions
+  auto recorded = meta_->Actions("fp8-kernel");
+  ASSERT_EQ(recorded->size(), 2U);
+  EXPECT_EQ((*recorded)[1].name, "evidence");
+  EXPECT_TRUE((*recorded)[1].ok) << (*recorded)[1].detail;
+  EXPECT_EQ(receiver_.requests().size(), 1U);  // the webhook is not sent twice
+  ASSERT_TRUE(fs::exists(dir_ / "bundles"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "bundles"), fs::directory_iterator()), 1);
+}
+
+TEST_F(CanaryServiceTest, AnOldFailIsNotActedOnWhenTheConfigurationGainsAnAction) {
+  FailWithTheWebhookOnly();
+  clock_.Advance(2 * 3600 * 1000);
+  NewService();
+  ASSERT_TRUE(service_->Start().ok());
+  service_->Stop();
+  EXPECT_EQ(meta_->Actions("fp8-kernel")->size(), 1U);
+  EXPECT_FALSE(fs::exists(dir_ / "bundles"));
 }
 
 TEST_F(CanaryServiceTest, ReleasesWithoutHostsStartNoCanary) {

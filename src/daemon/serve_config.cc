@@ -111,43 +111,11 @@ std::string ResolvePath(const std::string& base, const std::string& path) {
   return p.is_absolute() || base.empty() ? p.string() : (std::filesystem::path(base) / p).string();
 }
 
-// A bearer token given inline (`token`) or in a file (`token_file`, relative
-// to the config's folder, surrounding whitespace dropped), not both; "" when
-// neither. Messages never echo the token.
-Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std::string& base,
-                              std::string_view parent) {
-  const YAML::Node* inline_token = fields.Find("token");
-  const YAML::Node* file = fields.Find("token_file");
-  if (inline_token != nullptr && file != nullptr) {
-    return r.Fail(*file, config::Child(parent, "token_file"), "give token or token_file, not both");
-  }
-  if (inline_token == nullptr && file == nullptr) return std::string();
-  const YAML::Node& node = inline_token != nullptr ? *inline_token : *file;
-  const std::string field = config::Child(parent, inline_token != nullptr ? "token" : "token_file");
-  auto text = config::ReadString(r, node, field);
-  if (!text) return Error(text.error());
-  std::string token = *text;
-  if (file != nullptr) {
-    auto content = config::ReadConfigFile(ResolvePath(base, *text));
-    if (!content) return r.Fail(node, field, content.error().message());
-    const std::size_t begin = content->find_first_not_of(" \t\r\n");
-    const std::size_t end = content->find_last_not_of(" \t\r\n");
-    token = begin == std::string::npos ? "" : content->substr(begin, end - begin + 1);
-    if (token.empty()) return r.Fail(node, field, "the file '" + *text + "' is empty");
-  }
-  for (char c : token) {
-    if (c < 0x21 || c > 0x7e) {
-      return r.Fail(node, field, "a token must be printable ASCII without spaces");
-    }
-  }
-  return token;
-}
-
 Status ReadAuth(const Reporter& r, const YAML::Node& node, const std::string& base,
                 ServeConfig& out) {
   auto fields = Fields::Read(r, node, "auth", kAuthKeys);
   if (!fields) return fields.error();
-  auto token = ReadToken(r, *fields, base, "auth");
+  auto token = config::ReadToken(r, *fields, base, "auth");
   if (!token) return token.error();
   out.auth.token = std::move(*token);
   for (const auto& [key, flag] :
@@ -207,7 +175,7 @@ Status ReadGrafana(const Reporter& r, const YAML::Node& node, const std::string&
   auto text = ReadHttpUrl(r, *url, "publish.grafana.url");
   if (!text) return text.error();
   sink.url = *text;
-  auto token = ReadToken(r, *fields, base, "publish.grafana");
+  auto token = config::ReadToken(r, *fields, base, "publish.grafana");
   if (!token) return token.error();
   sink.token = std::move(*token);
   if (const YAML::Node* n = fields->Find("tags")) {
@@ -227,18 +195,6 @@ Status ReadGrafana(const Reporter& r, const YAML::Node& node, const std::string&
   return Status::Ok();
 }
 
-// RFC 9110 §5.6.2: token = 1*tchar.
-bool IsHeaderName(std::string_view name) {
-  if (name.empty()) return false;
-  for (char c : name) {
-    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) {
-      return false;
-    }
-  }
-  return true;
-}
-
 Status ReadOtlp(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
   auto fields = Fields::Read(r, node, "publish.otlp", kOtlpKeys);
   if (!fields) return fields.error();
@@ -253,7 +209,7 @@ Status ReadOtlp(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
     if (!headers) return headers.error();
     for (const Fields::Entry& e : headers->entries()) {
       const std::string field = config::Child("publish.otlp.headers", e.name);
-      if (!IsHeaderName(e.name) || net::EqualsIgnoreCase(e.name, "content-type") ||
+      if (!net::IsHeaderName(e.name) || net::EqualsIgnoreCase(e.name, "content-type") ||
           net::EqualsIgnoreCase(e.name, "content-length") ||
           net::EqualsIgnoreCase(e.name, "host")) {
         return r.Fail(e.key, field, "not a header name gpucanary may set");
@@ -368,6 +324,14 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
       auto actions = actions::ParseActions(*n, file_name);
       if (!actions) return Error(actions.error());
       out.actions = std::move(*actions);
+      // Relative paths are relative to this file's folder, as storage.path is.
+      for (actions::ActionConfig& a : out.actions) {
+        for (std::string* path : {&a.dir, &a.bearer_token_file}) {
+          if (!path->empty() && !base.empty() && std::filesystem::path(*path).is_relative()) {
+            *path = (std::filesystem::path(base) / *path).string();
+          }
+        }
+      }
     }
     if (const YAML::Node* n = top->Find("publish")) {
       if (Status s = ReadPublish(r, *n, base, out); !s.ok()) return Error(s);

@@ -51,6 +51,8 @@ TEST(DashboardTest, EveryAssetIsTheBytesOfItsSourceFile) {
   const fs::path uplot = kWeb / "node_modules" / "uplot" / "dist";
   const std::pair<std::string, fs::path> expected[] = {
       {"/assets/app.js", kWeb / "app.js"},
+      {"/assets/canary.js", kWeb / "canary.js"},
+      {"/assets/common.js", kWeb / "common.js"},
       {"/assets/style.css", kWeb / "style.css"},
       {"/assets/uPlot.iife.min.js", uplot / "uPlot.iife.min.js"},
       {"/assets/uPlot.min.css", uplot / "uPlot.min.css"},
@@ -75,6 +77,20 @@ TEST(DashboardTest, EveryFileTheIndexLoadsIsServed) {
     EXPECT_NE(FindAsset("/" + (*it)[1].str()), nullptr) << (*it)[1];
   }
   EXPECT_EQ(links, 4);
+}
+
+// Every module a served script imports ("from './x.js'") is served too.
+TEST(DashboardTest, EveryModuleTheScriptsImportIsServed) {
+  const std::regex import(R"re(from '\./([^']+\.js)')re");
+  int imports = 0;
+  for (const char* script : {"app.js", "canary.js", "common.js"}) {
+    const std::string text = ReadFile(kWeb / script);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), import);
+         it != std::sregex_iterator(); ++it, ++imports) {
+      EXPECT_NE(FindAsset("/assets/" + (*it)[1].str()), nullptr) << script << ": " << (*it)[1];
+    }
+  }
+  EXPECT_EQ(imports, 3);  // app.js: canary.js, common.js; canary.js: common.js
 }
 
 TEST(DashboardTest, EtagsAreStrongAndDistinct) {

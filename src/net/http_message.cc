@@ -28,6 +28,17 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
                                             [](char x, char y) { return Lower(x) == Lower(y); });
 }
 
+bool IsHeaderName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string_view HttpRequest::Header(std::string_view lower_name) const {
   return Find(headers, lower_name);
 }

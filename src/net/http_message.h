@@ -43,6 +43,8 @@ struct HttpResponse {
 
 // ASCII case-insensitive equality, for header names and tokens.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+// RFC 9110 §5.6.2: a field name is a token, 1*tchar.
+bool IsHeaderName(std::string_view name);
 
 // `s` with ASCII letters lower-cased (header names as HttpRequest and
 // HttpResponse keep them).

@@ -211,4 +211,16 @@ Result<std::vector<Matcher>> ParseSelector(std::string_view text) {
   return SelectorParser(text).Parse();
 }
 
+std::string ExactAlternation(const std::vector<std::string>& values) {
+  std::string regex;
+  for (const std::string& v : values) {
+    if (!regex.empty()) regex += '|';
+    for (char c : v) {
+      if (std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos) regex += '\\';
+      regex += c;
+    }
+  }
+  return regex;
+}
+
 }  // namespace gpucanary::store

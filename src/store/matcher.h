@@ -49,4 +49,10 @@ class Matcher {
 // kParseError "1:12: expected '=', '!=', '=~' or '!~'" (line:column).
 Result<std::vector<Matcher>> ParseSelector(std::string_view text);
 
+// A regex (RE2, PromQL's syntax) that matches exactly one of `values`, each
+// with its metacharacters escaped, joined by '|' ("node\\-1|node\\.2" for
+// "node-1", "node.2"): host lists in matchers and in PromQL sent to a
+// Prometheus. "" for no values.
+std::string ExactAlternation(const std::vector<std::string>& values);
+
 }  // namespace gpucanary::store

@@ -8,7 +8,8 @@ namespace gpucanary::store {
 namespace {
 
 // 1: releases, canaries, verdicts, causes. 2: canaries.detail, actions.
-constexpr int kSchemaVersion = 2;
+// 3: actions.incident.
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS releases (
@@ -21,7 +22,7 @@ CREATE INDEX IF NOT EXISTS canaries_by_release ON canaries (release_id);
 CREATE TABLE IF NOT EXISTS actions (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, canary_id TEXT NOT NULL, name TEXT NOT NULL,
   kind TEXT NOT NULL, at REAL NOT NULL, duration_ms REAL NOT NULL, ok INTEGER NOT NULL,
-  attempts INTEGER NOT NULL, detail TEXT NOT NULL);
+  attempts INTEGER NOT NULL, detail TEXT NOT NULL, incident TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS actions_by_canary ON actions (canary_id);
 CREATE TABLE IF NOT EXISTS verdicts (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, canary_id TEXT NOT NULL, at REAL NOT NULL,
@@ -115,6 +116,12 @@ Result<std::unique_ptr<MetaDb>> MetaDb::Open(const std::filesystem::path& file) 
     if (Status s = meta->Exec("ALTER TABLE canaries ADD COLUMN detail TEXT NOT NULL DEFAULT '{}'");
         !s.ok()) {
       return Error(s.WithPrefix(file.string() + ": upgrading schema 1 to 2"));
+    }
+  }
+  if (version == 2) {  // actions gained `incident` (schema 1 has no actions table yet)
+    if (Status s = meta->Exec("ALTER TABLE actions ADD COLUMN incident TEXT NOT NULL DEFAULT ''");
+        !s.ok()) {
+      return Error(s.WithPrefix(file.string() + ": upgrading schema 2 to 3"));
     }
   }
   if (Status s = meta->Exec(kSchema); !s.ok()) return Error(s.WithPrefix(file.string()));
@@ -238,11 +245,12 @@ Result<std::vector<CanaryRecord>> MetaDb::ListCanaries(std::string_view release_
 Status MetaDb::AddAction(const ActionRecord& a) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt st(db_,
-          "INSERT INTO actions (canary_id, name, kind, at, duration_ms, ok, attempts, detail) "
-          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)");
+          "INSERT INTO actions (canary_id, name, kind, at, duration_ms, ok, attempts, detail, "
+          "incident) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
   if (!st.ok()) return SqlError("insert action");
   st.Bind(1, a.canary_id).Bind(2, a.name).Bind(3, a.kind).Bind(4, a.at).Bind(5, a.duration_ms);
   st.Bind(6, std::int64_t{a.ok ? 1 : 0}).Bind(7, std::int64_t{a.attempts}).Bind(8, a.detail);
+  st.Bind(9, a.incident);
   if (st.Step() != SQLITE_DONE) return SqlError("insert action");
   return Status::Ok();
 }
@@ -250,15 +258,15 @@ Status MetaDb::AddAction(const ActionRecord& a) {
 Result<std::vector<ActionRecord>> MetaDb::Actions(std::string_view canary_id) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt st(db_,
-          "SELECT canary_id, name, kind, at, duration_ms, ok, attempts, detail FROM actions "
-          "WHERE canary_id = ?1 ORDER BY seq");
+          "SELECT canary_id, name, kind, at, duration_ms, ok, attempts, detail, incident "
+          "FROM actions WHERE canary_id = ?1 ORDER BY seq");
   if (!st.ok()) return Error(SqlError("list actions"));
   st.Bind(1, canary_id);
   std::vector<ActionRecord> out;
   int rc = 0;
   while ((rc = st.Step()) == SQLITE_ROW) {
     out.push_back({st.Text(0), st.Text(1), st.Text(2), st.Double(3), st.Double(4), st.Int(5) != 0,
-                   static_cast<int>(st.Int(6)), st.Text(7)});
+                   static_cast<int>(st.Int(6)), st.Text(7), st.Text(8)});
   }
   if (rc != SQLITE_DONE) return Error(SqlError("list actions"));
   return out;

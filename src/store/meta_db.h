@@ -47,7 +47,8 @@ struct ActionRecord {
   double duration_ms = 0;
   bool ok = false;
   int attempts = 0;
-  std::string detail;  // status code, exit code or error
+  std::string detail;    // status code, exit code or error
+  std::string incident;  // "" for the canary's fail; "node:<host>" (actions::Incident::part)
 };
 
 struct CauseRecord {

@@ -91,9 +91,13 @@ TEST_F(MetaDbTest, CanaryDetailAndActionsAreKept) {
   ASSERT_TRUE((*db)->AddAction({"c1", "page", "webhook", 130, 12.5, true, 2, "HTTP 200"}).ok());
   ASSERT_TRUE((*db)->AddAction({"c1", "cordon", "command", 131, 40, false, 1, "exit 1"}).ok());
   ASSERT_TRUE((*db)->AddAction({"c2", "page", "webhook", 140, 3, true, 1, "HTTP 204"}).ok());
+  ASSERT_TRUE(
+      (*db)->AddAction({"c1", "cordon", "command", 90, 5, true, 1, "exit 0", "node:node-6"}).ok());
   auto actions = (*db)->Actions("c1");
   ASSERT_TRUE(actions.has_value());
-  ASSERT_EQ(actions->size(), 2U);
+  ASSERT_EQ(actions->size(), 3U);
+  EXPECT_EQ((*actions)[0].incident, "");
+  EXPECT_EQ((*actions)[2].incident, "node:node-6");
   EXPECT_EQ((*actions)[0].name, "page");
   EXPECT_EQ((*actions)[0].attempts, 2);
   EXPECT_FALSE((*actions)[1].ok);
@@ -121,6 +125,33 @@ TEST_F(MetaDbTest, ASchemaOneFileIsUpgradedInPlace) {
   EXPECT_EQ((*old)->detail, "{}");
   ASSERT_TRUE((*db)->PutCanary({"new", "r1", 100, std::nullopt, "running", R"({"a":1})"}).ok());
   EXPECT_TRUE((*db)->AddAction({"new", "page", "webhook", 1, 1, true, 1, ""}).ok());
+}
+
+TEST_F(MetaDbTest, ASchemaTwoFileGainsTheIncidentColumn) {
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(File().c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw,
+                           "CREATE TABLE actions (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                           "canary_id TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, "
+                           "at REAL NOT NULL, duration_ms REAL NOT NULL, ok INTEGER NOT NULL, "
+                           "attempts INTEGER NOT NULL, detail TEXT NOT NULL);"
+                           "INSERT INTO actions (canary_id, name, kind, at, duration_ms, ok, "
+                           "attempts, detail) VALUES ('c1', 'page', 'webhook', 1, 2, 1, 1, 'ok');"
+                           "PRAGMA user_version=2;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto db = MetaDb::Open(File());
+  ASSERT_TRUE(db.has_value()) << db.error().ToString();
+  ASSERT_TRUE((*db)->AddAction({"c1", "cordon", "command", 3, 1, true, 1, "", "node:n2"}).ok());
+  auto actions = (*db)->Actions("c1");
+  ASSERT_TRUE(actions.has_value());
+  ASSERT_EQ(actions->size(), 2U);
+  EXPECT_EQ((*actions)[0].detail, "ok");
+  EXPECT_EQ((*actions)[0].incident, "");
+  EXPECT_EQ((*actions)[1].incident, "node:n2");
 }
 
 TEST_F(MetaDbTest, AnAcknowledgedWriteSurvivesKillNine) {

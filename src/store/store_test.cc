@@ -264,6 +264,16 @@ TEST_F(StoreTest, MatchersSelectLikePromQL) {
   EXPECT_EQ(count("nothing_here"), 0);
 }
 
+TEST(ExactAlternationTest, MatchesExactlyTheValuesMetacharactersIncluded) {
+  const std::string regex = ExactAlternation({"node-1", "gpu.a", "x|y", "(z)"});
+  EXPECT_EQ(regex, R"(node-1|gpu\.a|x\|y|\(z\))");
+  auto m = Matcher::Make(Matcher::Type::kRegex, "Hostname", regex);
+  ASSERT_TRUE(m.has_value());
+  for (const char* yes : {"node-1", "gpu.a", "x|y", "(z)"}) EXPECT_TRUE(m->Matches(yes)) << yes;
+  for (const char* no : {"node-10", "gpuXa", "x", "y", "z", ""}) EXPECT_FALSE(m->Matches(no)) << no;
+  EXPECT_EQ(ExactAlternation({}), "");
+}
+
 TEST_F(StoreTest, SelectorErrorsSayWhere) {
   EXPECT_EQ(ParseSelector(R"(up{job="x")").error().message(), "1:11: expected ',' or '}'");
   EXPECT_EQ(ParseSelector(R"(up{job~"x"})").error().message(),

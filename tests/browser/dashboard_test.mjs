@@ -3,77 +3,18 @@
 // Debian's Chromium, driven by playwright-core, loading `/`. Checks that the
 // page loads without console errors or failed requests, lists every target
 // as up, draws the SM clock chart with one series per GPU and the throttle
-// band of the GPUs the scenario slows down, and saves a screenshot in a temp
-// directory (its path is printed).
+// band of the GPUs the scenario slows down, shows the release on the
+// timeline and as a marker, and saves a screenshot in a temp directory (its
+// path is printed). canary_test.mjs covers the canary view.
 //
-// Usage: node dashboard_test.mjs GPUCANARY_BIN WEB_DIR
-// Exit status: 0 pass, 1 fail, 77 skipped (no Chromium; CTest SKIP_RETURN_CODE).
-// GPUCANARY_CHROMIUM overrides the browser (default /usr/bin/chromium).
+// Usage: node dashboard_test.mjs GPUCANARY_BIN WEB_DIR (harness.mjs).
 
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 
-const SKIP = 77;
-const CHROMIUM = process.env.GPUCANARY_CHROMIUM ?? '/usr/bin/chromium';
+import { Run, expect, postJson, waitForData, watch } from './harness.mjs';
+
 const NODES = 2; // 8 GPUs each, a dcgm-exporter and a vLLM endpoint each
 const GPUS = NODES * 8;
-// Endpoints a daemon may not have yet (they come with later issues): the
-// page must read their 404 as "nothing yet", quietly.
-const OPTIONAL = ['/api/v1/releases', '/api/v1/canaries'];
-
-const [bin, webDir] = process.argv.slice(2).map((p) => path.resolve(p));
-if (!bin || !webDir) {
-  console.error('usage: node dashboard_test.mjs GPUCANARY_BIN WEB_DIR');
-  process.exit(1);
-}
-if (!fs.existsSync(CHROMIUM)) {
-  console.log(`SKIP: no Chromium at ${CHROMIUM} (Debian package chromium)`);
-  process.exit(SKIP);
-}
-const { chromium } = createRequire(path.join(webDir, 'package.json'))('playwright-core');
-
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpucanary-browser-'));
-const children = [];
-process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGTERM')));
-
-function start(name, args) {
-  const log = fs.openSync(path.join(dir, `${name}.log`), 'w');
-  const child = spawn(bin, args, { cwd: dir, stdio: ['ignore', log, log] });
-  children.push(child);
-  return child;
-}
-
-const logs = () =>
-  fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.log'))
-    .map((f) => `--- ${f}\n${fs.readFileSync(path.join(dir, f), 'utf8').slice(-3000)}`)
-    .join('\n');
-
-// Polls `check` (sync or async, truthy when done) every 100 ms.
-async function waitFor(what, seconds, check) {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
-    const value = await Promise.resolve()
-      .then(check)
-      .catch(() => null);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${seconds} s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function expect(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-async function getJson(url) {
-  const response = await fetch(url);
-  return response.ok ? response.json() : null;
-}
 
 // Two nodes; node-2's GPUs held down by the HW slowdown from the start.
 const SCENARIO = `seed: 5
@@ -88,7 +29,7 @@ events:
   - {at: 0s, fault: hw_slowdown, nodes: [node-2]}
 `;
 
-const SERVE = `listen: 127.0.0.1:0
+const serveConfig = (dir) => `listen: 127.0.0.1:0
 storage:
   path: ${path.join(dir, 'data')}
 global:
@@ -101,68 +42,30 @@ scrape_configs:
         refresh_interval: 1s
 `;
 
-async function startFleet() {
-  fs.writeFileSync(path.join(dir, 'scenario.yaml'), SCENARIO);
-  fs.writeFileSync(path.join(dir, 'serve.yaml'), SERVE);
-  const targetsFile = path.join(dir, 'targets.json');
-  start('sim', ['sim', '--scenario', 'scenario.yaml', '--base-port', '0', '--control-port', '0',
-    '--targets-file', targetsFile]);
-  const groups = await waitFor('the simulator', 20, () =>
-    JSON.parse(fs.readFileSync(targetsFile, 'utf8')));
-  const instances = groups.flatMap((g) => g.targets).sort();
+async function startFleet(run) {
+  const { instances } = await run.startSim(SCENARIO);
   expect(instances.length === 2 * NODES, `sim lists ${instances.length} targets`);
-
-  const readyFile = path.join(dir, 'url.txt');
-  start('serve', ['serve', '--config', 'serve.yaml', '--ready-file', readyFile]);
-  const url = await waitFor('gpucanary serve', 20, () =>
-    fs.readFileSync(readyFile, 'utf8').trim());
+  const url = await run.startServe(serveConfig(run.dir));
   // Every target up, and a few seconds of SM clocks for every GPU.
-  await waitFor('scraped data', 20, async () => {
-    const targets = await getJson(`${url}/api/v1/targets`);
-    if (targets?.data.activeTargets.filter((t) => t.health === 'up').length !== 2 * NODES) return false;
-    const q = encodeURIComponent('DCGM_FI_DEV_SM_CLOCK[1m]');
-    const clocks = await getJson(`${url}/api/v1/query?query=${q}`);
-    const series = clocks?.data.result ?? [];
-    return series.length === GPUS && series.every((s) => s.values.length >= 3);
-  });
+  await waitForData(url, instances.length, 'DCGM_FI_DEV_SM_CLOCK', GPUS);
   return { url, instances };
 }
 
-// Announces a release that started 3 s ago; false when this daemon has no
-// release API yet (404).
+// Announces a release that started 3 s ago.
 async function postRelease(url) {
   const release = {
     id: 'browser-test-1', service: 'chat-api', version: '2026.12.03-1', git_sha: '9f1c2e7',
     model: 'llama-3-70b-instruct', quantization: 'fp8', started_at: Date.now() / 1000 - 3,
     targets: ['node-2'],
   };
-  const response = await fetch(`${url}/api/v1/releases`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(release),
-  });
-  if (response.status === 404) return null;
-  expect(response.status === 201, `POST /api/v1/releases: ${response.status} ${await response.text()}`);
+  const r = await postJson(`${url}/api/v1/releases`, release);
+  expect(r.status === 201, `POST /api/v1/releases: ${r.status} ${r.body}`);
   return release;
 }
 
-async function checkPage(browser, url, instances, release) {
+async function checkPage(run, browser, url, instances, release) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const problems = [];
-  // Chrome logs every 4xx as a console error, the expected 404s included.
-  const expected404 = (m) =>
-    m.text().includes('status of 404') && OPTIONAL.includes(new URL(m.location().url).pathname);
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !expected404(m)) {
-      problems.push(`console: ${m.text()} (${m.location().url})`);
-    }
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => {
-    const optional = OPTIONAL.some((p) => new URL(r.url()).pathname === p);
-    if (r.status() >= 400 && !(optional && r.status() === 404)) {
-      problems.push(`HTTP ${r.status()}: ${r.url()}`);
-    }
-  });
+  const { problems } = watch(page);
 
   await page.goto(`${url}/`);
   await page.waitForFunction(
@@ -223,55 +126,36 @@ async function checkPage(browser, url, instances, release) {
     `legend at the newest second: ${values}`);
   expect(/throttled [1-9]\d* s/.test(chart.summary), `summary: ${chart.summary}`);
 
-  // The release in the timeline and as a marker on the chart; endpoints
-  // that do not exist yet read as empty, not as errors.
+  // The release in the timeline and as a marker on the chart.
   const releases = await page.$$eval('#releases li', (li) => li.map((e) => e.textContent));
-  if (release) {
-    expect(releases.length === 1 && releases[0].includes(`${release.service} ${release.version}`) &&
-      releases[0].includes('fp8'), `releases: ${releases}`);
-    expect(chart.marker >= over.height / 2, `release marker: ${chart.marker} px`);
-  } else {
-    expect(await page.textContent('#releases-note') === 'No releases yet.', 'releases note');
-  }
-  const canaries = await page.textContent('#canaries-note');
-  expect(canaries === 'No canaries yet.' || canaries === '', `canaries: "${canaries}"`);
+  expect(releases.length === 1 && releases[0].includes(`${release.service} ${release.version}`) &&
+    releases[0].includes('fp8'), `releases: ${releases}`);
+  expect(chart.marker >= over.height / 2, `release marker: ${chart.marker} px`);
 
   // A refresh (every 2 s) keeps the page clean.
-  await page.waitForTimeout(2500);
-  const shotDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpucanary-dashboard-'));
-  const shot = path.join(shotDir, 'dashboard.png');
+  const updated = await page.textContent('#updated');
+  await page.waitForFunction((u) => document.querySelector('#updated').textContent !== u, updated,
+    { timeout: 5000 });
+  const shot = path.join(run.shotDir(), 'dashboard.png');
   await page.screenshot({ path: shot, fullPage: true });
   expect(problems.length === 0, `page problems:\n  ${problems.join('\n  ')}`);
   page.removeAllListeners();
   return { shot, chart };
 }
 
-const began = Date.now();
-setTimeout(() => {
-  console.error(`FAIL: over 60 s\n${logs()}`);
-  process.exit(1);
-}, 60000).unref();
-
+const run = new Run('dashboard_test.mjs');
+run.limit(60);
 let browser;
 try {
-  const { url, instances } = await startFleet();
+  const { url, instances } = await startFleet(run);
   const release = await postRelease(url);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-  });
-  const { shot, chart } = await checkPage(browser, url, instances, release);
-  console.log(`PASS in ${((Date.now() - began) / 1000).toFixed(1)} s: ${instances.length} targets up, ` +
+  browser = await run.launch();
+  const { shot, chart } = await checkPage(run, browser, url, instances, release);
+  console.log(`PASS in ${run.elapsed()} s: ${instances.length} targets up, ` +
     `${GPUS} GPU series (${chart.painted} px drawn), ${chart.summary} ` +
-    (release ? `release ${release.version} listed and marked` : '(no release API: markers unchecked)'));
+    `release ${release.version} listed and marked`);
   console.log(`screenshot: ${shot}`);
-  await browser.close();
-  children.forEach((c) => c.kill('SIGTERM'));
-  fs.rmSync(dir, { recursive: true, force: true });
-  process.exit(0);
+  await run.pass(browser);
 } catch (e) {
-  console.error(`FAIL: ${e.message}\nlogs in ${dir}\n${logs()}`);
-  await browser?.close().catch(() => {});
-  process.exit(1);
+  await run.fail(e, browser);
 }

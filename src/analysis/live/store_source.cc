@@ -28,16 +28,113 @@ expfmt::MetricType InferType(const expfmt::SampleView& sample, std::string_view&
 
 StoreTickSource::StoreTickSource(const store::Store& store, std::vector<store::Matcher> matchers,
                                  std::string name, int index, int reorder_window_s,
-                                 std::int64_t from_s, SeriesSink& sink)
+                                 std::int64_t from_s, SeriesSink& sink,
+                                 std::shared_ptr<PrometheusHistory> history)
     : store_(store),
       matchers_(std::move(matchers)),
       name_(std::move(name)),
       index_(index),
       window_(std::max(0, reorder_window_s)),
       sink_(sink),
-      next_(from_s) {}
+      next_(from_s),
+      history_(std::move(history)) {}
 
 void StoreTickSource::SetReadyThrough(std::int64_t tick) { ready_ = std::max(ready_, tick); }
+
+Result<std::uint32_t> StoreTickSource::SeriesOf(const store::Labels& labels) {
+  const std::uint64_t hash = FlatHashMap<std::uint32_t>::NonZero(store::LabelsHash(labels));
+  bool inserted = false;
+  std::uint32_t& slot = series_ids_.FindOrInsert(hash, inserted);
+  if (!inserted) return slot;
+  expfmt::SampleView view;
+  for (const store::Label& l : labels) {
+    if (l.name == store::kMetricNameLabel) {
+      view.name = l.value;
+    } else {
+      view.labels.push_back({l.name, l.value});
+    }
+  }
+  std::string_view family;
+  const expfmt::MetricType type = InferType(view, family);
+  Result<std::uint32_t> id = sink_.AddSeries(index_, view, family, type);
+  if (!id) {
+    return Error(id.error().code(),
+                 name_ + ": " + store::LabelsToString(labels) + ": " + id.error().message());
+  }
+  slot = *id;  // nothing was inserted since: `slot` still refers to the entry
+  return *id;
+}
+
+void StoreTickSource::FileSample(std::uint32_t index, std::int64_t t_ms, double value) {
+  ReplayStats& stats = sink_.mutable_stats();
+  ++stats.samples;
+  if (index == kIgnoredSeries) {
+    ++stats.ignored;
+    return;
+  }
+  if (std::isnan(value) || dcgm::IsBlankSentinel(value)) {
+    ++stats.missing;  // no data (a staleness marker included), never zero
+    return;
+  }
+  File(TickOfMs(t_ms), PendingSample{index, value, sink_.Observe(index, value)});
+}
+
+Status StoreTickSource::FileHistory(const store::QueryResult& result, std::int64_t last) {
+  PrometheusHistory& h = *history_;
+  // A host's history ends where the store has it: at the first second with
+  // any sample of any of its series (a staleness marker too: it was scraped).
+  std::map<std::string, std::int64_t, std::less<>> first_here;
+  for (const store::SeriesData& series : result.series) {
+    const std::string_view host = store::LabelValue(series.labels, h.host_label());
+    if (host.empty() || store_since_.contains(host)) continue;
+    std::int64_t first = kNoTick;
+    Status st = result.ForEach(series, [&](std::span<const store::Sample> run) {
+      if (first == kNoTick && !run.empty()) first = TickOfMs(run.front().t);
+    });
+    if (!st.ok()) return st.WithPrefix(name_);
+    if (first == kNoTick) continue;
+    auto [it, inserted] = first_here.emplace(std::string(host), first);
+    if (!inserted) it->second = std::min(it->second, first);
+  }
+  store_since_.merge(first_here);
+  if (cursors_.empty() && !h.series().empty()) {
+    for (std::size_t i = 0; i < h.series().size(); ++i) {
+      cursors_.push_back({i, 0, kIgnoredSeries, false,
+                          std::string(store::LabelValue(h.series()[i].labels, h.host_label()))});
+    }
+  }
+  for (HistoryCursor& c : cursors_) {
+    const promql::Series& series = h.series()[c.series];
+    const auto since = store_since_.find(c.host);
+    PrometheusHistory::HostCounts& counts = h.host_counts()[c.host];
+    for (; c.next < series.samples.size(); ++c.next) {
+      const promql::Sample& s = series.samples[c.next];
+      const std::int64_t tick = TickOfMs(s.t_ms);
+      if (tick > last) break;
+      if (tick < next_) continue;  // before the window (never asked for)
+      if (since != store_since_.end() && tick >= since->second) {
+        ++counts.shadowed;  // the store has this host from an earlier second
+        continue;
+      }
+      if (!c.interned) {
+        Result<std::uint32_t> id = SeriesOf(series.labels);
+        if (!id) return Status(id.error().code(), id.error().message() + " (from " + h.url() + ")");
+        c.index = *id;
+        c.interned = true;
+      }
+      FileSample(c.index, s.t_ms, s.value);
+      ++counts.used;
+    }
+  }
+  if (last >= h.until_s() - 1) {
+    // Past the window: nothing more to file; the counts stay with the owner.
+    h.Release();
+    history_.reset();
+    cursors_.clear();
+    store_since_.clear();
+  }
+  return Status::Ok();
+}
 
 Status StoreTickSource::ReadChunk() {
   stalled_ = false;
@@ -50,49 +147,25 @@ Status StoreTickSource::ReadChunk() {
     }
     return Status::Ok();
   }
+  if (history_ != nullptr && !history_->Done()) {
+    stalled_ = true;  // the history's seconds come first: wait for them
+    return Status::Ok();
+  }
   const std::int64_t last = std::min(ready_, next_ + kSliceSeconds - 1);
   auto result = store_.Query(matchers_, next_ * 1000, last * 1000 + 999);
   if (!result) return result.error().WithPrefix(name_);
-  ReplayStats& stats = sink_.mutable_stats();
-  expfmt::SampleView view;
-  for (const store::SeriesData& series : result->series) {
-    const std::uint64_t hash =
-        FlatHashMap<std::uint32_t>::NonZero(store::LabelsHash(series.labels));
-    bool inserted = false;
-    std::uint32_t& slot = series_ids_.FindOrInsert(hash, inserted);
-    if (inserted) {
-      view.labels.clear();
-      view.name = {};
-      for (const store::Label& l : series.labels) {
-        if (l.name == store::kMetricNameLabel) {
-          view.name = l.value;
-        } else {
-          view.labels.push_back({l.name, l.value});
-        }
-      }
-      std::string_view family;
-      const expfmt::MetricType type = InferType(view, family);
-      Result<std::uint32_t> id = sink_.AddSeries(index_, view, family, type);
-      if (!id) {
-        return Status(id.error().code(), name_ + ": " + store::LabelsToString(series.labels) +
-                                             ": " + id.error().message());
-      }
-      slot = *id;
+  if (history_ != nullptr) {
+    if (history_->status().ok()) {
+      GC_RETURN_IF_ERROR(FileHistory(*result, last));
+    } else {
+      history_.reset();  // unavailable: the store's own history only
     }
-    const std::uint32_t index = slot;
+  }
+  for (const store::SeriesData& series : result->series) {
+    Result<std::uint32_t> index = SeriesOf(series.labels);
+    if (!index) return index.error();
     Status st = result->ForEach(series, [&](std::span<const store::Sample> run) {
-      for (const store::Sample& s : run) {
-        ++stats.samples;
-        if (index == kIgnoredSeries) {
-          ++stats.ignored;
-          continue;
-        }
-        if (std::isnan(s.v) || dcgm::IsBlankSentinel(s.v)) {
-          ++stats.missing;  // no data (a staleness marker included), never zero
-          continue;
-        }
-        File(TickOfMs(s.t), PendingSample{index, s.v, sink_.Observe(index, s.v)});
-      }
+      for (const store::Sample& s : run) FileSample(*index, s.t, s.v);
     });
     if (!st.ok()) return st.WithPrefix(name_);
   }
@@ -112,9 +185,9 @@ Result<std::unique_ptr<Replay>> OpenStoreReplay(const store::Store& store,
   if (sources != nullptr) sources->clear();
   auto make = [&](const ReplayInput& input, int index,
                   SeriesSink& sink) -> Result<std::unique_ptr<TickSource>> {
+    const StoreInput& in = inputs[static_cast<std::size_t>(index)];
     auto source = std::make_unique<StoreTickSource>(
-        store, inputs[static_cast<std::size_t>(index)].matchers, input.path, index,
-        options.reorder_window_s, from_s, sink);
+        store, in.matchers, input.path, index, options.reorder_window_s, from_s, sink, in.history);
     if (sources != nullptr) sources->push_back(source.get());
     return std::unique_ptr<TickSource>(std::move(source));
   };

@@ -19,13 +19,23 @@
 // NaN samples (staleness markers included) and DCGM blank sentinels are no
 // data, as in a recording.
 //
+// With a PrometheusHistory (prometheus_history.h), the window's seconds
+// before the store has a host's data come from that Prometheus: the source
+// stalls until the fetch is done, then, slice by slice, files each host's
+// fetched samples of seconds before the first second the store has any
+// sample of that host (over all its series), and every store sample, through
+// the same series table and rules. A series with the same labels on both
+// sides is one series (its counter increases run on across the switch).
+//
 // Thread-compatible: the Replay's thread calls SetReadyThrough and Close.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "analysis/live/prometheus_history.h"
 #include "analysis/replay/replay.h"
 #include "analysis/replay/replay_source.h"
 #include "core/flat_hash_map.h"
@@ -38,8 +48,10 @@ class StoreTickSource final : public TickSource {
  public:
   // Reads the series matching `matchers` from second `from_s` on, as input
   // `index` of the replay whose series table is `sink`.
+  // `history` (may be null) serves the seconds before the store has a host's data.
   StoreTickSource(const store::Store& store, std::vector<store::Matcher> matchers, std::string name,
-                  int index, int reorder_window_s, std::int64_t from_s, SeriesSink& sink);
+                  int index, int reorder_window_s, std::int64_t from_s, SeriesSink& sink,
+                  std::shared_ptr<PrometheusHistory> history = nullptr);
 
   // Seconds up to and including `tick` are complete in the store (every
   // scrape that can carry them has landed); ReadChunk reads up to there.
@@ -47,8 +59,9 @@ class StoreTickSource final : public TickSource {
   // No more seconds will become ready: once what is ready is read, eof().
   void Close() { closed_ = true; }
 
-  // Reads up to kSliceSeconds ready seconds from the store; stalled() when
-  // none is ready. Errors: the store's (a chunk that does not decode).
+  // Reads up to kSliceSeconds ready seconds from the store (and the
+  // history); stalled() when none is ready or the history is still being
+  // fetched. Errors: the store's (a chunk that does not decode).
   Status ReadChunk() override;
 
   // At most this many seconds per ReadChunk, so that filing a sample under
@@ -56,6 +69,13 @@ class StoreTickSource final : public TickSource {
   static constexpr std::int64_t kSliceSeconds = 16;
 
  private:
+  // The replay series of `labels`, interned on first sight.
+  Result<std::uint32_t> SeriesOf(const store::Labels& labels);
+  void FileSample(std::uint32_t index, std::int64_t t_ms, double value);
+  // Files the history's samples of seconds up to `last` that come before
+  // their host's first second in the store (`result` is this slice's).
+  Status FileHistory(const store::QueryResult& result, std::int64_t last);
+
   const store::Store& store_;
   std::vector<store::Matcher> matchers_;
   std::string name_;
@@ -66,12 +86,25 @@ class StoreTickSource final : public TickSource {
   std::int64_t ready_ = kNoTick;  // last second that may be read
   bool closed_ = false;
   FlatHashMap<std::uint32_t> series_ids_;  // LabelsHash -> replay series
+
+  std::shared_ptr<PrometheusHistory> history_;  // null once past its window
+  struct HistoryCursor {
+    std::size_t series = 0;  // index into history_->series()
+    std::size_t next = 0;    // its first sample not filed or skipped yet
+    std::uint32_t index = kIgnoredSeries;
+    bool interned = false;
+    std::string host;
+  };
+  std::vector<HistoryCursor> cursors_;
+  // Host -> the first second the store has a sample of it (from next_ on).
+  std::map<std::string, std::int64_t, std::less<>> store_since_;
 };
 
 struct StoreInput {
   std::string name;  // names the input in messages ("canary {Hostname=~\"node-4\"}")
   Role role = Role::kBaseline;
   std::vector<store::Matcher> matchers;
+  std::shared_ptr<PrometheusHistory> history = nullptr;  // optional, see StoreTickSource
 };
 
 // A replay of `inputs` from the store, from second `from_s` on. `sources`

@@ -1,6 +1,7 @@
 #include "analysis/report/report_json.h"
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
@@ -68,7 +69,201 @@ Json MetricJson(const MetricResult& m) {
   return j;
 }
 
+// Reads a report back; the first value of the wrong type stops it and names
+// its key. Absent keys keep their defaults.
+class Reader {
+ public:
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  // The value at `key` of `object`, or null when absent (or after an error).
+  const Json* Find(const Json& object, const std::string& where, const char* key) {
+    if (!ok() || !object.is_object()) return nullptr;
+    auto it = object.find(key);
+    if (it == object.end()) return nullptr;
+    where_ = where + key;
+    return &*it;
+  }
+  // `object` is an object, or an error at `where`.
+  bool IsObject(const Json& object, const std::string& where) {
+    if (object.is_object()) return true;
+    where_ = where;
+    Fail("an object");
+    return false;
+  }
+  void Number(const Json& object, const std::string& where, const char* key, double& out) {
+    if (const Json* v = Find(object, where, key)) Value(*v, out);
+  }
+  // A number or null (NaN) at `where`.
+  void Value(const Json& v, double& out) {
+    if (v.is_null()) {
+      out = std::numeric_limits<double>::quiet_NaN();
+    } else if (v.is_number()) {
+      out = v.get<double>();
+    } else {
+      Fail("a number or null");
+    }
+  }
+  void At(std::string where) { where_ = std::move(where); }
+  void Number(const Json& object, const std::string& where, const char* key,
+              std::optional<double>& out) {
+    if (const Json* v = Find(object, where, key)) {
+      if (v->is_null()) {
+        out.reset();
+      } else if (v->is_number()) {
+        out = v->get<double>();
+      } else {
+        Fail("a number or null");
+      }
+    }
+  }
+  template <typename Int>
+  void Integer(const Json& object, const std::string& where, const char* key, Int& out) {
+    if (const Json* v = Find(object, where, key)) {
+      if (v->is_number_integer()) {
+        out = v->get<Int>();
+      } else {
+        Fail("an integer");
+      }
+    }
+  }
+  void Bool(const Json& object, const std::string& where, const char* key, bool& out) {
+    if (const Json* v = Find(object, where, key)) {
+      if (v->is_boolean()) {
+        out = v->get<bool>();
+      } else {
+        Fail("true or false");
+      }
+    }
+  }
+  void String(const Json& object, const std::string& where, const char* key, std::string& out) {
+    if (const Json* v = Find(object, where, key)) {
+      if (v->is_string()) {
+        out = v->get<std::string>();
+      } else {
+        Fail("a string");
+      }
+    }
+  }
+  void Strings(const Json& object, const std::string& where, const char* key,
+               std::vector<std::string>& out) {
+    const Json* v = Array(object, where, key);
+    if (v == nullptr) return;
+    out.clear();
+    for (const Json& item : *v) {
+      if (!item.is_string()) return Fail("an array of strings");
+      out.push_back(item.get<std::string>());
+    }
+  }
+  // The array at `key`, or null when absent or not an array (an error).
+  const Json* Array(const Json& object, const std::string& where, const char* key) {
+    const Json* v = Find(object, where, key);
+    if (v == nullptr) return nullptr;
+    if (v->is_array()) return v;
+    Fail("an array");
+    return nullptr;
+  }
+  void Fail(const char* expected) {
+    if (ok()) error_ = where_ + ": expected " + expected;
+  }
+
+ private:
+  std::string where_;
+  std::string error_;
+};
+
+Cause CauseFrom(Reader& in, const Json& j, const std::string& at) {
+  Cause c;
+  if (!in.IsObject(j, at.substr(0, at.size() - 1))) return c;
+  in.String(j, at, "kind", c.kind);
+  in.String(j, at, "scope", c.scope);
+  in.Strings(j, at, "gpus", c.gpus);
+  in.Number(j, at, "since", c.since);
+  in.String(j, at, "summary", c.summary);
+  if (const Json* evidence = in.Array(j, at, "evidence")) {
+    for (std::size_t i = 0; i < evidence->size(); ++i) {
+      const std::string e_at = at + "evidence[" + std::to_string(i) + "].";
+      Evidence e;
+      if (!in.IsObject((*evidence)[i], e_at.substr(0, e_at.size() - 1))) break;
+      in.String((*evidence)[i], e_at, "metric", e.metric);
+      in.Number((*evidence)[i], e_at, "baseline", e.baseline);
+      in.Number((*evidence)[i], e_at, "canary", e.canary);
+      in.String((*evidence)[i], e_at, "unit", e.unit);
+      c.evidence.push_back(std::move(e));
+    }
+  }
+  in.Strings(j, at, "nodes", c.nodes);
+  in.Number(j, at, "decided_at", c.decided_at);
+  in.Bool(j, at, "failing", c.failing);
+  in.String(j, at, "origin", c.origin);
+  return c;
+}
+
+MetricResult MetricFrom(Reader& in, const Json& j, const std::string& at) {
+  MetricResult m;
+  if (!in.IsObject(j, at.substr(0, at.size() - 1))) return m;
+  in.String(j, at, "name", m.name);
+  in.Number(j, at, "baseline", m.baseline);
+  in.Number(j, at, "canary", m.canary);
+  in.Number(j, at, "change", m.change);
+  if (const Json* interval = in.Array(j, at, "interval")) {
+    if (interval->size() != 2) {
+      in.Fail("[lo, hi]");
+    } else {
+      in.At(at + "interval[0]");
+      in.Value((*interval)[0], m.interval_lo);
+      in.At(at + "interval[1]");
+      in.Value((*interval)[1], m.interval_hi);
+    }
+  }
+  in.String(j, at, "result", m.result);
+  in.String(j, at, "kind", m.kind);
+  in.String(j, at, "better", m.better);
+  in.Number(j, at, "margin", m.margin);
+  in.Bool(j, at, "critical", m.critical);
+  in.Number(j, at, "detectable_effect", m.detectable_effect);
+  in.Integer(j, at, "blocks", m.blocks);
+  in.Number(j, at, "decided_at", m.decided_at);
+  return m;
+}
+
 }  // namespace
+
+Result<Report> ReportFromJson(std::string_view json) {
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Error(StatusCode::kParseError, "a report is a JSON object");
+  Reader in;
+  Report r;
+  std::string verdict = "inconclusive";
+  in.String(j, "", "verdict", verdict);
+  if (verdict == "pass" || verdict == "fail" || verdict == "inconclusive") {
+    r.verdict = verdict == "pass"   ? Verdict::kPass
+                : verdict == "fail" ? Verdict::kFail
+                                    : Verdict::kInconclusive;
+  } else if (in.ok()) {
+    return Error(StatusCode::kParseError, "verdict: expected pass, fail or inconclusive");
+  }
+  in.Number(j, "", "decided_at", r.decided_at);
+  in.Number(j, "", "score", r.score);
+  if (const Json* causes = in.Array(j, "", "causes")) {
+    for (std::size_t i = 0; i < causes->size(); ++i) {
+      r.causes.push_back(CauseFrom(in, (*causes)[i], "causes[" + std::to_string(i) + "]."));
+    }
+  }
+  if (const Json* metrics = in.Array(j, "", "metrics")) {
+    for (std::size_t i = 0; i < metrics->size(); ++i) {
+      r.metrics.push_back(MetricFrom(in, (*metrics)[i], "metrics[" + std::to_string(i) + "]."));
+    }
+  }
+  in.Number(j, "", "release_start", r.release_start);
+  in.Number(j, "", "first_tick", r.first_tick);
+  in.Number(j, "", "last_tick", r.last_tick);
+  in.Integer(j, "", "canary_gpus", r.canary_gpus);
+  in.Integer(j, "", "baseline_gpus", r.baseline_gpus);
+  in.Strings(j, "", "notes", r.notes);
+  if (!in.ok()) return Error(StatusCode::kParseError, in.error());
+  return r;
+}
 
 std::string ReportToJson(const Report& report, int indent) {
   Json j;

@@ -20,16 +20,29 @@
 // Strings that are not valid UTF-8 (host names come from input files) have
 // the bad bytes replaced by U+FFFD; this never throws.
 //
-// Thread-safe (a pure function).
+// ReportFromJson reads that text back (the daemon keeps each verdict's
+// report in its metadata database and serves it again after a restart).
+//
+// Thread-safe (pure functions).
 
 #include <string>
+#include <string_view>
 
 #include "analysis/judge.h"
+#include "core/status.h"
 
 namespace gpucanary::analysis {
 
 // `indent` < 0: one line, no spaces (what `gpucanary judge` prints);
 // otherwise pretty-printed with that many spaces per level. No trailing newline.
 std::string ReportToJson(const Report& report, int indent = -1);
+
+// The inverse of ReportToJson: ReportToJson(*ReportFromJson(ReportToJson(r)))
+// is ReportToJson(r). `null` numbers read back as NaN (so +-inf comes back
+// as NaN) or as unset optionals; a key that is absent keeps the default (a
+// report written by an older version). Errors: kParseError naming the key
+// ("causes[0].since: expected a number or null") for text that is not such
+// a report.
+Result<Report> ReportFromJson(std::string_view json);
 
 }  // namespace gpucanary::analysis

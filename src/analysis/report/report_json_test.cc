@@ -214,5 +214,62 @@ TEST(ReportJsonTest, InvalidUtf8IsReplacedNotThrown) {
   EXPECT_EQ(j["causes"][0]["gpus"][0], "node-\xef\xbf\xbd/0");
 }
 
+TEST(ReportJsonTest, ReadsBackWhatItWrote) {
+  Report r = PowerBrakeReport();
+  MetricResult open = r.metrics[0];
+  open.name = "vllm:generation_tokens_total";
+  open.interval_lo = -kInf;
+  open.interval_hi = kInf;
+  open.change = kNaN;
+  open.decided_at.reset();
+  r.metrics.push_back(open);
+  const std::string text = ReportToJson(r);
+  Result<Report> back = ReportFromJson(text);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(ReportToJson(*back), text);
+  EXPECT_EQ(back->verdict, Verdict::kFail);
+  EXPECT_EQ(back->decided_at, 1764680034.0);
+  ASSERT_EQ(back->causes.size(), 1u);
+  EXPECT_TRUE(back->causes[0].failing);
+  EXPECT_EQ(back->causes[0].nodes, std::vector<std::string>{"node-4"});
+  EXPECT_EQ(back->causes[0].evidence[0].canary, 1050.0);
+  ASSERT_EQ(back->metrics.size(), 2u);
+  EXPECT_EQ(back->metrics[0].blocks, 12);
+  EXPECT_TRUE(std::isnan(back->metrics[1].interval_lo));  // -inf was written as null
+  EXPECT_FALSE(back->metrics[1].decided_at.has_value());
+  EXPECT_EQ(back->last_tick, 1764680599.0);
+  EXPECT_EQ(back->baseline_gpus, 56);
+
+  // An empty report, and one written before a key existed.
+  back = ReportFromJson(ReportToJson(Report{}));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(ReportToJson(*back), ReportToJson(Report{}));
+  back = ReportFromJson(R"({"verdict":"pass","score":3})");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->verdict, Verdict::kPass);
+  EXPECT_EQ(back->score, 3.0);
+}
+
+TEST(ReportJsonTest, ReadingSaysWhichKeyIsWrong) {
+  const auto error = [](std::string_view json) {
+    Result<Report> r = ReportFromJson(json);
+    return r.has_value() ? std::string("(read)") : r.error().message();
+  };
+  EXPECT_EQ(error("[]"), "a report is a JSON object");
+  EXPECT_EQ(error("{"), "a report is a JSON object");
+  EXPECT_EQ(error(R"({"verdict":"maybe"})"), "verdict: expected pass, fail or inconclusive");
+  EXPECT_EQ(error(R"({"score":"high"})"), "score: expected a number or null");
+  EXPECT_EQ(error(R"({"causes":[{"kind":"x"},{"since":"x"}]})"),
+            "causes[1].since: expected a number or null");
+  EXPECT_EQ(error(R"({"causes":[3]})"), "causes[0]: expected an object");
+  EXPECT_EQ(error(R"({"causes":[{"gpus":["a",1]}]})"),
+            "causes[0].gpus: expected an array of strings");
+  EXPECT_EQ(error(R"({"metrics":[{"interval":[0,"x"]}]})"),
+            "metrics[0].interval[1]: expected a number or null");
+  EXPECT_EQ(error(R"({"metrics":[{"blocks":1.5}]})"), "metrics[0].blocks: expected an integer");
+  EXPECT_EQ(error(R"({"notes":"x"})"), "notes: expected an array");
+  EXPECT_EQ(ReportFromJson(R"({"notes":"x"})").error().code(), StatusCode::kParseError);
+}
+
 }  // namespace
 }  // namespace gpucanary::analysis

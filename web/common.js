@@ -1,0 +1,123 @@
+// What the dashboard's modules share: DOM building, the daemon's JSON
+// envelope, time formatting, and the two overlays every chart draws (shaded
+// throttle bands and labelled vertical lines) as uPlot hooks. uPlot itself is
+// the global `uPlot` (a classic script loaded by index.html).
+
+// DCGM_CLOCKS_EVENT_REASON_GPU_IDLE: the clocks are low because there is no
+// work, which is not a slowdown (docs/vocabulary.md).
+export const IDLE_BIT = 0x1;
+// dcgm-exporter names the clock-event bitmask by DCGM version: "throttle"
+// before 3.3, "clocks event" since.
+export const REASON_METRICS = [
+  'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS',
+  'DCGM_FI_DEV_CLOCKS_EVENT_REASONS',
+];
+
+export const $ = (id) => document.getElementById(id);
+
+// An element with attributes and children (strings become text nodes).
+export function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) e.setAttribute(name, value);
+  e.append(...children);
+  return e;
+}
+
+// The `data` of a Prometheus-style JSON answer at `path` (relative to the
+// page, so the dashboard also works behind a path-prefixing proxy). With
+// `optional`, a 404 (an endpoint this daemon does not have) gives null.
+export async function getJson(path, { optional = false } = {}) {
+  const response = await fetch(path, { cache: 'no-store' });
+  if (optional && response.status === 404) return null;
+  if (!response.ok) throw new Error(`${path.split('?')[0]}: HTTP ${response.status}`);
+  const body = await response.json();
+  if (body.status !== 'success') throw new Error(`${path.split('?')[0]}: ${body.error ?? 'error'}`);
+  return body.data;
+}
+
+export async function getText(path) {
+  const response = await fetch(path, { cache: 'no-store' });
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  return response.text();
+}
+
+export const clockTime = (seconds) =>
+  new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
+export const dateTime = (seconds) =>
+  new Date(seconds * 1000).toLocaleString([], { hour12: false });
+export const isoTime = (seconds) => new Date(seconds * 1000).toISOString();
+
+// Sets the text only when it changes: live regions would repeat an
+// unchanged text set on every refresh.
+export function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+export const cssVar = (name) =>
+  getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+
+// [from, to) second ranges over the seconds i (from `start`) with
+// counts[i] > 0.
+export function bandsOf(counts, start) {
+  const bands = [];
+  for (let i = 0; i < counts.length; i++) {
+    if (!counts[i]) continue;
+    if (bands.length && bands.at(-1)[1] === start + i) bands.at(-1)[1] += 1;
+    else bands.push([start + i, start + i + 1]);
+  }
+  return bands;
+}
+
+// Shades [from, to) x ranges across the plot; for a drawClear hook, so the
+// bands lie under the grid and the series.
+export function drawBands(u, bands, fill) {
+  const { left, top, width, height } = u.bbox;
+  u.ctx.save();
+  u.ctx.fillStyle = fill;
+  for (const [from, to] of bands) {
+    const x0 = Math.max(left, u.valToPos(from, 'x', true));
+    const x1 = Math.min(left + width, u.valToPos(to, 'x', true));
+    if (x1 > x0) u.ctx.fillRect(x0, top, x1 - x0, height);
+  }
+  u.ctx.restore();
+}
+
+// A vertical line 2 px wide at each mark's time `t` in its `colour`, with
+// its `label` at the top (right of the line where it fits, else left; a
+// label that would overlap an earlier one goes a line lower); for a draw hook.
+export function drawMarks(u, marks) {
+  const { left, top, width, height } = u.bbox;
+  const px = uPlot.pxRatio;
+  const rows = []; // per text line, the [x0, x1] of the labels on it
+  u.ctx.save();
+  u.ctx.lineWidth = 2 * px;
+  u.ctx.font = `${11 * px}px system-ui, sans-serif`;
+  u.ctx.textAlign = 'left'; // uPlot leaves its axes' alignment set
+  u.ctx.textBaseline = 'top';
+  for (const { t, colour, label } of [...marks].sort((a, b) => a.t - b.t)) {
+    const x = Math.round(u.valToPos(t, 'x', true));
+    if (x < left || x > left + width) continue;
+    u.ctx.strokeStyle = u.ctx.fillStyle = colour;
+    u.ctx.beginPath();
+    u.ctx.moveTo(x, top);
+    u.ctx.lineTo(x, top + height);
+    u.ctx.stroke();
+    const w = u.ctx.measureText(label).width;
+    const lx = x + 4 * px + w <= left + width ? x + 4 * px : x - 4 * px - w;
+    const clear = (row) => row.every(([x0, x1]) => lx + w + 4 * px < x0 || lx > x1 + 4 * px);
+    let r = rows.findIndex(clear);
+    if (r < 0) r = rows.push([]) - 1;
+    rows[r].push([lx, lx + w]);
+    u.ctx.fillText(label, lx, top + (2 + 13 * r) * px);
+  }
+  u.ctx.restore();
+}
+
+// uPlot's axis settings in the page's colours, time on x.
+export function timeAxes(unit, extra = {}) {
+  const axis = { stroke: cssVar('--muted'), grid: { stroke: cssVar('--line'), width: 1 } };
+  return [
+    { ...axis, space: 70, values: (u, ticks) => ticks.map(clockTime) },
+    { ...axis, label: unit, ...extra },
+  ];
+}
