@@ -18,28 +18,18 @@ jobs=$(nproc)
 cmake --preset asan
 cmake --build build/asan -j "$jobs"
 
-# Static analysis (.clang-tidy, warnings are errors) runs beside the tests:
-# much of the test time is integration tests waiting on real time (a live
-# fleet, a canary judged second by second), which leaves the cores idle.
-lint_log=$(mktemp)
-bash scripts/lint.sh > "$lint_log" 2>&1 &
-lint_pid=$!
-test_status=0
-ctest --preset asan -j "$jobs" || test_status=$?
-lint_status=0
-wait "$lint_pid" || lint_status=$?
-grep -v 'warnings generated' "$lint_log" || true
-rm -f "$lint_log"
-if ((test_status != 0 || lint_status != 0)); then
-  echo "tests: exit $test_status; clang-tidy: exit $lint_status" >&2
-  exit 1
-fi
+ctest --preset asan -j "$jobs"
+
+# Static analysis (.clang-tidy, warnings are errors). It ran beside the tests
+# for one CI run: the tests went from 386 s to 658 s, a browser test hit a
+# race under the load, and nothing was saved; so it runs after them.
+bash scripts/lint.sh 2>&1 | grep -v 'warnings generated' || exit 1
 
 # libFuzzer runs (clang), one per fuzz target: new inputs go to a scratch
 # directory, never into the repo. A crash makes libFuzzer exit non-zero (and
 # this script with it); the input is left in the scratch dir and its bytes are
 # printed, to be added to fuzz/corpus/<target>.
-fuzz_seconds=${GPUCANARY_FUZZ_SECONDS:-20}
+fuzz_seconds=${GPUCANARY_FUZZ_SECONDS:-10}
 if ((fuzz_seconds > 0)); then
   cmake --preset fuzz
   cmake --build build/fuzz -j "$jobs" --target exposition_fuzz csv_import_fuzz scenario_fuzz \

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <set>
 #include <tuple>
 #include <utility>
 
+#include "recording/openmetrics_text.h"
 #include "recording/recording_writer.h"
 #include "store/matcher.h"
 
@@ -172,6 +174,104 @@ Result<std::optional<std::string>> CanaryService::OnRelease(const releases::Rele
 
 bool CanaryService::Handle(const net::HttpRequest& request, net::HttpResponse& response) {
   return api_->Handle(request, response);
+}
+
+namespace {
+
+// {canary="…",release="…"} plus more labels, escaped.
+std::string CanaryLabels(
+    const canary::CanaryView& c,
+    std::initializer_list<std::pair<std::string_view, std::string_view>> more) {
+  std::string out = "{canary=\"";
+  recording::AppendEscaped(out, c.id);
+  out += "\",release=\"";
+  recording::AppendEscaped(out, c.release_id);
+  out += '"';
+  for (const auto& [name, value] : more) {
+    out += ',';
+    out += name;
+    out += "=\"";
+    recording::AppendEscaped(out, value);
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+void CanaryService::AppendMetrics(std::string& out, std::int64_t window_ms) const {
+  const double since = static_cast<double>(clock_.NowMs() - window_ms) / 1000.0;
+  std::vector<canary::CanaryView> canaries;
+  for (canary::CanaryView& c : manager_->List()) {
+    if (c.started_at >= since) canaries.push_back(std::move(c));
+  }
+  auto one_hot = [&](std::string_view family, std::string_view label, std::string_view help,
+                     std::initializer_list<std::string_view> values, auto current) {
+    recording::AppendFamilyHeader(out, family, "gauge", help);
+    for (const canary::CanaryView& c : canaries) {
+      for (std::string_view v : values) {
+        out += family;
+        out += CanaryLabels(c, {{label, v}});
+        out += v == current(c) ? " 1\n" : " 0\n";
+      }
+    }
+  };
+  one_hot("gpucanary_canary_state", "state",
+          "A live canary's state (1 for the current one), for canaries started within "
+          "releases.info_window.",
+          {"running", "passed", "failed", "inconclusive", "aborted"},
+          [](const canary::CanaryView& c) { return std::string_view(c.state); });
+  one_hot("gpucanary_canary_verdict", "verdict", "The judge's verdict now (1 for the current one).",
+          {"pass", "fail", "inconclusive"},
+          [](const canary::CanaryView& c) { return analysis::VerdictName(c.report.verdict); });
+  recording::AppendFamilyHeader(out, "gpucanary_canary_score", "gauge",
+                                "-log10 of the error rate at which the verdict holds (0: none).");
+  for (const canary::CanaryView& c : canaries) {
+    out += "gpucanary_canary_score" + CanaryLabels(c, {}) + ' ';
+    recording::AppendValue(out, c.report.score);
+    out += '\n';
+  }
+  recording::AppendFamilyHeader(out, "gpucanary_canary_decided_timestamp_seconds", "gauge",
+                                "When the verdict was decided (Unix seconds).");
+  for (const canary::CanaryView& c : canaries) {
+    if (!c.report.decided_at) continue;
+    out += "gpucanary_canary_decided_timestamp_seconds" + CanaryLabels(c, {}) + ' ';
+    recording::AppendValue(out, *c.report.decided_at);
+    out += '\n';
+  }
+  recording::AppendFamilyHeader(
+      out, "gpucanary_canary_cause", "gauge",
+      "1 for each cause the judge names (DESIGN.md section 6 kinds), per node it sits on.");
+  for (const canary::CanaryView& c : canaries) {
+    for (const analysis::Cause& cause : c.report.causes) {
+      std::vector<std::string> nodes = cause.nodes;
+      if (nodes.empty()) nodes.emplace_back();
+      for (const std::string& node : nodes) {
+        out += "gpucanary_canary_cause" +
+               CanaryLabels(c, {{"kind", cause.kind}, {"scope", cause.scope}, {"node", node}}) +
+               " 1\n";
+      }
+    }
+  }
+  recording::AppendFamilyHeader(out, "gpucanary_canary_actions", "gauge",
+                                "Circuit-breaker actions recorded for the canary, by outcome.");
+  for (const canary::CanaryView& c : canaries) {
+    auto recorded = meta_.Actions(c.id);
+    if (!recorded) continue;
+    std::map<std::pair<std::string, std::string>, int> counts;
+    for (const store::ActionRecord& a : *recorded) {
+      const std::string outcome = a.detail.starts_with("skipped") ? "skipped"
+                                  : a.ok                          ? "ok"
+                                                                  : "failed";
+      ++counts[{a.kind, outcome}];
+    }
+    for (const auto& [key, n] : counts) {
+      out += "gpucanary_canary_actions" +
+             CanaryLabels(c, {{"kind", key.first}, {"outcome", key.second}}) + ' ' +
+             std::to_string(n) + '\n';
+    }
+  }
 }
 
 actions::Incident CanaryService::FailIncident(const canary::CanaryView& view) const {

@@ -62,6 +62,14 @@ class CanaryService {
 
   canary::CanaryManager& manager() { return *manager_; }
 
+  // The canaries started within `window_ms` before now, for Prometheus
+  // (docs/http-api.md, "/metrics"): gpucanary_canary_state and
+  // gpucanary_canary_verdict (one series per possible value, 1 for the
+  // current one), gpucanary_canary_score, gpucanary_canary_decided_timestamp_seconds,
+  // gpucanary_canary_cause{kind,scope,node} 1 per cause (and node), and
+  // gpucanary_canary_actions{kind,outcome} (ok, failed, skipped).
+  void AppendMetrics(std::string& out, std::int64_t window_ms) const;
+
  private:
   // The incident of a canary's verdict, with its release's annotation.
   actions::Incident FailIncident(const canary::CanaryView& view) const;

@@ -168,6 +168,26 @@ TEST_F(CanaryServiceTest, AFailingCanaryPullsTheBrakeOnceAndKeepsTheEvidence) {
   EXPECT_NE(text.find("# TYPE vllm:e2e_request_latency_seconds histogram"), std::string::npos);
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_SM_CLOCK unknown"), std::string::npos);
 
+  // Prometheus sees the verdict and the cause on /metrics.
+  std::string metrics;
+  service_->AppendMetrics(metrics, 7LL * 24 * 3600 * 1000);
+  for (const char* line :
+       {"gpucanary_canary_state{canary=\"fp8-kernel\",release=\"fp8-kernel\",state=\"failed\"} 1\n",
+        "gpucanary_canary_state{canary=\"fp8-kernel\",release=\"fp8-kernel\",state=\"running\"} "
+        "0\n",
+        "gpucanary_canary_verdict{canary=\"fp8-kernel\",release=\"fp8-kernel\",verdict=\"fail\"} "
+        "1\n",
+        "gpucanary_canary_cause{canary=\"fp8-kernel\",release=\"fp8-kernel\",kind=\"power_brake\","
+        "scope=\"release\",node=\"node-4\"} 1\n",
+        "gpucanary_canary_actions{canary=\"fp8-kernel\",release=\"fp8-kernel\",kind=\"webhook\","
+        "outcome=\"ok\"} 1\n",
+        "# TYPE gpucanary_canary_decided_timestamp_seconds gauge\n"}) {
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << " not in\n" << metrics;
+  }
+  std::string none;
+  service_->AppendMetrics(none, 1000);  // started long before the window
+  EXPECT_EQ(none.find("fp8-kernel"), std::string::npos) << none;
+
   // Flagger's rollback hook now says roll back.
   EXPECT_EQ(
       Call("POST", "/api/v1/flagger/rollback", R"({"metadata":{"canary":"fp8-kernel"}})").status,

@@ -242,6 +242,7 @@ std::string Daemon::Impl::Metrics() const {
     out += "\"} " + std::to_string(rw.errors[i]) + "\n";
   }
   releases_->AppendMetrics(out);
+  canaries_->AppendMetrics(out, config_.releases.info_window_ms);
   return out;
 }
 

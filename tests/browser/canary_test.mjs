@@ -232,7 +232,7 @@ try {
   for (const [name, outcome] of actions) {
     expect(expected[name] === outcome, `action ${name}: ${outcome}, expected ${expected[name]}`);
   }
-  const decided = await waitFor('the decision and throttle band drawn', 5, async () => {
+  const decided = await waitFor('the decision and throttle band drawn', 15, async () => {
     const charts = await chartFacts(page, CHARTS);
     try {
       checkCharts(charts, { decided: true });
@@ -266,7 +266,18 @@ try {
       .catch(() => null);
     return v.id === id && v.state === 'failed' && summary === brake.summary;
   });
-  checkCharts(await chartFacts(linked, CHARTS), { decided: true });
+  // Its charts come after the summary (their queries take a moment more).
+  await waitFor('the deep-linked charts', 15, async () => {
+    try {
+      checkCharts(await chartFacts(linked, CHARTS), { decided: true });
+      return true;
+    } catch {
+      return null;
+    }
+  }).catch(async (e) => {
+    checkCharts(await chartFacts(linked, CHARTS), { decided: true });
+    throw e;
+  });
   const linkedShot = await screenshot(linked, shots, 'canary-deep-link.png');
   expect(linkedWatch.problems.length === 0,
     `deep-linked page problems:\n  ${linkedWatch.problems.join('\n  ')}`);
