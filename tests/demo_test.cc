@@ -1,7 +1,8 @@
 // `gpucanary demo --exit`, headless, as the README's first command runs it:
 // the real binary, its simulated fleet and daemon on loopback, real time.
 // Checks what the demo promises (docs/demo.md): the healthy release passes
-// and is promoted, the faulty one fails within seconds with the right cause,
+// and is promoted while a baseline node's own fault gets that node isolated,
+// the faulty one fails within seconds with the right cause,
 // traffic really returns to the stable release in the simulator, a bundle
 // and its HTML report are written; and in the bad-node scenario the release
 // is not blamed and the node is cordoned in the simulator.
@@ -85,7 +86,16 @@ TEST_F(DemoTest, TheDefaultDemoPromotesTheHealthyReleaseAndHaltsThePowerBrake) {
   EXPECT_EQ(healthy["release"], "v1.5.0");
   EXPECT_EQ(healthy["verdict"], "pass");
   EXPECT_EQ(healthy["state"], "passed");  // promoted on its pass
-  EXPECT_TRUE(healthy["causes"].empty()) << healthy.dump(2);
+  // Baseline node-2 braked on its own during that canary: named as a node
+  // fault, isolated (cordoned in the simulator), the release not blamed.
+  EXPECT_TRUE(HasCause(healthy, "power_brake", "node")) << healthy.dump(2);
+  EXPECT_FALSE(HasCause(healthy, "power_brake", "release")) << healthy.dump(2);
+  const Json* cordon = Action(healthy, "isolate_node");
+  ASSERT_NE(cordon, nullptr) << healthy.dump(2);
+  EXPECT_TRUE((*cordon)["ok"].get<bool>()) << cordon->dump();
+  EXPECT_EQ((*cordon)["incident"], "node:node-2");
+  EXPECT_NE((*cordon)["detail"].get<std::string>().find("node-2: POST"), std::string::npos)
+      << cordon->dump();
 
   const Json& faulty = summary_["faulty"];
   EXPECT_EQ(faulty["release"], "v1.6.0");
@@ -123,7 +133,8 @@ TEST_F(DemoTest, TheDefaultDemoPromotesTheHealthyReleaseAndHaltsThePowerBrake) {
 
   // And the terminal said so, as it went.
   for (const char* line :
-       {"announced v1.5.0", "v1.5.0 PASSED", "promoting v1.5.0", "HALT: v1.6.0 FAILED",
+       {"announced v1.5.0", "finding: power_brake (scope node)", "isolate_node [node:node-2]",
+        "v1.5.0 PASSED", "node-2 repaired", "promoting v1.5.0", "HALT: v1.6.0 FAILED",
         "cause: power_brake", "traffic weights v1.5.0 100%",
         "report: ", "dashboard: http://127.0.0.1:"}) {
     EXPECT_NE(out_.find(line), std::string::npos) << "missing '" << line << "' in\n" << out_;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -262,7 +263,9 @@ TEST_F(ReleaseApiTest, MetricsShowRecentReleasesWithEscapedLabels) {
   const std::string metrics = Send("GET", "/metrics").body;
   const std::size_t at = metrics.find("# HELP gpucanary_release_info");
   ASSERT_NE(at, std::string::npos) << metrics;
-  const std::size_t end = metrics.find("# HELP gpucanary_publish", at);
+  // The release families end where the publisher's or the canaries' begin.
+  const std::size_t end = std::min(metrics.find("# HELP gpucanary_publish", at),
+                                   metrics.find("# HELP gpucanary_canary_", at));
   EXPECT_EQ(
       metrics.substr(at, end == std::string::npos ? std::string::npos : end - at),
       "# HELP gpucanary_release_info A release announced to gpucanary that started within "

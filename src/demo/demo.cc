@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -41,7 +42,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::int64_t kNodes = 5;
 constexpr std::int64_t kGpusPerNode = 8;
 constexpr const char* kCanaryNode = "node-4";
-constexpr const char* kFaultyBaselineNode = "node-2";  // bad-node: a baseline node's own fault
+// A baseline node's own fault, injected while the healthy canary runs (and in
+// the bad-node scenario's canary): its power supply asserts the brake.
+constexpr const char* kFaultyBaselineNode = "node-2";
+constexpr const char* kNodeFault = R"({"kind": "power_brake", "nodes": ["node-2"], "gpus": "0-3"})";
 constexpr const char* kStable = "v1.4.0";
 constexpr const char* kHealthy = "v1.5.0";
 constexpr const char* kFaulty = "v1.6.0";
@@ -54,6 +58,8 @@ constexpr double kRestartSeconds = 3;
 constexpr std::int64_t kCanaryTimeoutSeconds = 240;
 // bad-node: the node's fault begins this long after the canary starts.
 constexpr std::int64_t kNodeFaultAfterSeconds = 12;
+// serve.yaml's actions: traffic_shift, isolate_node, diagnostic_bundle.
+constexpr std::size_t kConfiguredActions = 3;
 
 const std::vector<Scenario>& AllScenarios() {
   static const std::vector<Scenario> scenarios = {
@@ -70,8 +76,7 @@ const std::vector<Scenario>& AllScenarios() {
       {"bad-node",
        "nothing harmful; meanwhile baseline node-2's power supply asserts the power brake on "
        "GPUs 0-3",
-       "", "bf16", R"({"kind": "power_brake", "nodes": ["node-2"], "gpus": "0-3"})", "not_fail",
-       "power_brake", "node"},
+       "", "bf16", kNodeFault, "not_fail", "power_brake", "node"},
   };
   return scenarios;
 }
@@ -523,14 +528,16 @@ gpucanary::Result<Json> Demo::FollowCanary(const std::string& id, bool stop_on_p
     }
     PrintNews(c);
     if (inject_node_fault && !injected && now - start_ms >= kNodeFaultAfterSeconds * 1000) {
-      auto r = Call("POST", control_ + "/faults", scenario_.node_fault);
+      auto r = Call("POST", control_ + "/faults", kNodeFault);
       if (!r) return Error(r.error());
       Say(std::string("the simulator injects a fault of the node's own: ") + kFaultyBaselineNode +
           "'s power supply asserts the power brake on GPUs 0-3 (POST /faults)");
       injected = true;
     }
     if (state != "running") return c;
-    if (stop_on_pass && verdict == "pass") {
+    // With a node fault, the pass waits for its node's actions to show.
+    const bool node_acted = !injected || c["actions"].size() >= kConfiguredActions;
+    if (stop_on_pass && verdict == "pass" && node_acted) {
       // The pipeline promotes on the pass: ending the canary keeps its verdict.
       auto stopped = Call("POST", api_ + "/api/v1/canaries/" + id + "/stop", "", /*auth=*/true);
       if (!stopped) return stopped;
@@ -666,9 +673,28 @@ CanarySeen Demo::Seen(const Json& canary) const {
 // release, or is not failed and the faulty node is cordoned (node faults).
 void Demo::Check(Outcome& result) const {
   auto& problems = result.problems;
-  if (result.healthy && result.healthy->verdict != "pass") {
-    problems.push_back("the healthy release " + result.healthy->release + " got verdict " +
-                       result.healthy->verdict + ", not pass");
+  if (result.healthy) {
+    const CanarySeen& h = *result.healthy;
+    if (h.verdict != "pass") {
+      problems.push_back("the healthy release " + h.release + " got verdict " + h.verdict +
+                         ", not pass");
+    }
+    const bool named = std::any_of(h.causes.begin(), h.causes.end(), [](const CauseSeen& c) {
+      return c.kind == "power_brake" && c.scope == "node" &&
+             std::find(c.nodes.begin(), c.nodes.end(), kFaultyBaselineNode) != c.nodes.end();
+    });
+    if (!named) {
+      problems.push_back(std::string("no node-scoped power_brake on ") + kFaultyBaselineNode +
+                         " in the healthy canary");
+    }
+    const bool isolated = std::any_of(h.actions.begin(), h.actions.end(), [](const ActionSeen& a) {
+      return a.kind == "isolate_node" && a.ok && a.detail.rfind("skipped", 0) != 0 &&
+             a.incident == std::string("node:") + kFaultyBaselineNode;
+    });
+    if (!isolated) {
+      problems.push_back(std::string(kFaultyBaselineNode) +
+                         " was not isolated during the healthy canary");
+    }
   }
   const CanarySeen& f = result.faulty;
   const bool failed = f.verdict == "fail";
@@ -734,15 +760,27 @@ gpucanary::Result<Outcome> Demo::Run() {
   std::string stable = kStable;
   if (options_.healthy_first) {
     Say(std::string("deploying ") + kHealthy + " (a new checkpoint, nothing harmful) to " +
-        kCanaryNode + " through the simulator's control API (POST /deploy)");
+        kCanaryNode + " through the simulator's control API (POST /deploy); while its canary " +
+        "runs, baseline " + kFaultyBaselineNode + " will get a fault of its own");
     GC_RETURN_IF_ERROR(Deploy(kHealthy, {kCanaryNode}));
     GC_RETURN_IF_ERROR(WaitServing(kHealthy, {kCanaryNode}));
     auto canary = Announce(kHealthy, kStable, "bf16", "a new checkpoint (ckpt-18000)");
     if (!canary) return Error(canary.error());
-    auto done = FollowCanary(StringOr(*canary, "id"), /*stop_on_pass=*/true, false);
+    auto done = FollowCanary(StringOr(*canary, "id"), /*stop_on_pass=*/true,
+                             /*inject_node_fault=*/true);
     if (!done) return Error(done.error());
     PrintVerdict(*done);
     result.healthy = Seen(*done);
+    // The operators repair the node before the next release.
+    for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
+             {"/faults/clear", R"({"kind": "power_brake", "nodes": ["node-2"]})"},
+             {"/uncordon", R"({"node": "node-2"})"}}) {
+      auto r = Call("POST", control_ + path, body);
+      if (!r) return Error(r.error());
+    }
+    Say(std::string(kFaultyBaselineNode) +
+        " repaired (power supply swapped): fault cleared (POST /faults/clear), back in service "
+        "(POST /uncordon)");
     if (result.healthy->verdict == "pass") {
       Say(std::string("promoting ") + kHealthy + " to every node (rolling restart, " +
           Fixed(kRestartSeconds, 0) + " s a node)");
@@ -769,9 +807,8 @@ gpucanary::Result<Outcome> Demo::Run() {
   if (!done) return Error(done.error());
   PrintVerdict(*done);
   Json final_canary = *done;
-  const std::size_t configured_actions = 3;
   if (StringOr((*done)["report"], "verdict") == "fail" || node_fault) {
-    auto acted = WaitForActions(id, configured_actions);
+    auto acted = WaitForActions(id, kConfiguredActions);
     if (!acted) return Error(acted.error());
     final_canary = *acted;
     PrintNews(final_canary);
