@@ -168,4 +168,11 @@ TEST_F(DemoTest, AnUnknownScenarioIsABadFlag) {
       << out_;
 }
 
+TEST_F(DemoTest, AFolderWithAnEarlierDemosDataIsRefused) {
+  fs::create_directories(dir_ / "demo" / "data");
+  const int code = RunDemo("");
+  EXPECT_EQ(code, 3) << out_;
+  EXPECT_NE(out_.find("holds an earlier demo's data"), std::string::npos) << out_;
+}
+
 }  // namespace

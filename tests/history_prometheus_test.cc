@@ -37,6 +37,7 @@
 
 #include "analysis/live/prometheus_history.h"
 #include "analysis/live/store_source.h"
+#include "analysis/live/test_util.h"
 #include "analysis/report/report_json.h"
 #include "canary/manager.h"
 #include "canary/test_util.h"
@@ -127,40 +128,8 @@ void RemoteWrite(const std::string& url, const std::vector<Recorded>& series) {
   }
 }
 
-std::string Num(std::optional<double> v) {
-  if (!v) return "-";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", *v);
-  return buf;
-}
-
-// A tick as sorted lines naming GPUs, nodes and metrics (indices differ
-// between replays).
-std::vector<std::string> Describe(const Tick& tick, const Replay& replay) {
-  std::vector<std::string> out;
-  const auto& metrics = replay.metrics();
-  for (const analysis::Point& p : tick.gpu_points) {
-    out.push_back(replay.gpus()[static_cast<std::size_t>(p.entity)].key + " " +
-                  metrics[static_cast<std::size_t>(p.metric)].name + " " + Num(p.value) + " " +
-                  Num(p.increase));
-  }
-  for (const analysis::Point& p : tick.node_points) {
-    out.push_back(replay.nodes()[static_cast<std::size_t>(p.entity)].host + " " +
-                  metrics[static_cast<std::size_t>(p.metric)].name + " " + Num(p.value) + " " +
-                  Num(p.increase));
-  }
-  for (const analysis::HistogramPoint& h : tick.histograms) {
-    std::string line = replay.nodes()[static_cast<std::size_t>(h.node)].host + " " +
-                       metrics[static_cast<std::size_t>(h.metric)].name;
-    for (const analysis::Bucket& b : tick.BucketsOf(h)) {
-      line += " " + Num(b.le) + ":" + Num(b.value) + ":" + Num(b.increase);
-    }
-    out.push_back(line);
-  }
-  std::sort(out.begin(), out.end());
-  out.insert(out.begin(), "t=" + std::to_string(tick.time_s));
-  return out;
-}
+using analysis::testing::Describe;
+using analysis::testing::Num;
 
 // Every tick of `replay` once its sources have everything through `last`.
 std::vector<std::vector<std::string>> AllTicks(Replay& replay,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/live/test_util.h"
 #include "recording/recording_writer.h"
 #include "store/appender.h"
 
@@ -122,40 +123,8 @@ class Fixture {
   std::vector<std::unique_ptr<recording::RecordingWriter>> writers_;
 };
 
-std::string Num(std::optional<double> v) {
-  if (!v) return "-";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", *v);
-  return buf;
-}
-
-// A tick as sorted lines naming GPUs, nodes and metrics (indices differ
-// between replays: series are first seen in another order).
-std::vector<std::string> Describe(const Tick& tick, const Replay& replay) {
-  std::vector<std::string> out;
-  const auto& metrics = replay.metrics();
-  for (const Point& p : tick.gpu_points) {
-    out.push_back(replay.gpus()[static_cast<std::size_t>(p.entity)].key + " " +
-                  metrics[static_cast<std::size_t>(p.metric)].name + " " + Num(p.value) + " " +
-                  Num(p.increase));
-  }
-  for (const Point& p : tick.node_points) {
-    out.push_back(replay.nodes()[static_cast<std::size_t>(p.entity)].host + " " +
-                  metrics[static_cast<std::size_t>(p.metric)].name + " " + Num(p.value) + " " +
-                  Num(p.increase));
-  }
-  for (const HistogramPoint& h : tick.histograms) {
-    std::string line = replay.nodes()[static_cast<std::size_t>(h.node)].host + " " +
-                       metrics[static_cast<std::size_t>(h.metric)].name;
-    for (const Bucket& b : tick.BucketsOf(h)) {
-      line += " " + Num(b.le) + ":" + Num(b.value) + ":" + Num(b.increase);
-    }
-    out.push_back(line);
-  }
-  std::sort(out.begin(), out.end());
-  out.insert(out.begin(), "t=" + std::to_string(tick.time_s));
-  return out;
-}
+using testing::Describe;
+using testing::Num;
 
 std::vector<store::Matcher> Hosts(const char* regex) {
   return {*store::Matcher::Make(store::Matcher::Type::kRegex, "Hostname", regex)};
