@@ -12,55 +12,23 @@
 #include <sstream>
 #include <string>
 
+#include "cli_harness.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using gpucanary::testing::RunResult;
+using gpucanary::testing::Slurp;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CliTest : public ::testing::Test {
+class CliTest : public gpucanary::testing::CliHarness {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpucanary-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs `gpucanary ARGS` through the shell (ARGS is shell syntax).
-  RunResult Run(const std::string& args, const std::string& stdin_text = "") {
-    const fs::path in = dir_ / "stdin";
-    const fs::path out = dir_ / "stdout";
-    const fs::path err = dir_ / "stderr";
-    std::ofstream(in, std::ios::binary) << stdin_text;
-    const std::string cmd = std::string(GPUCANARY_BIN) + " " + args + " <" + in.string() + " >" +
-                            out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
-    return r;
-  }
+  CliTest() : CliHarness("gpucanary-cli") {}
 
   std::string Shared(const std::string& rel) {
     return std::string(GPUCANARY_SHARED_DIR) + "/" + rel;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CliTest, CheckRealScrapes) {

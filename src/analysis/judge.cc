@@ -11,6 +11,7 @@
 
 #include "analysis/diagnose.h"
 #include "analysis/judge_internal.h"
+#include "analysis/stats/histogram_quantile.h"
 #include "core/status.h"
 
 namespace gpucanary::analysis {
@@ -1139,28 +1140,6 @@ void Judge::Impl::RunCount(std::size_t m, std::int64_t t) {
 
 namespace {
 
-// The q-quantile of histogram observations (bound -> cumulative count, +Inf
-// last), interpolated within the bucket as Prometheus's histogram_quantile;
-// a quantile in the +Inf bucket is the largest finite bound.
-std::optional<double> BucketQuantile(const std::map<double, double>& buckets, double q) {
-  if (buckets.empty() || !std::isinf(buckets.rbegin()->first)) return std::nullopt;
-  const double total = buckets.rbegin()->second;
-  if (!(total > 0)) return std::nullopt;
-  const double rank = q * total;
-  double prev_le = 0;
-  double prev_count = 0;
-  for (const auto& [le, count] : buckets) {
-    if (count >= rank) {
-      if (std::isinf(le)) return prev_le;
-      if (count <= prev_count) return le;
-      return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count);
-    }
-    prev_le = std::isinf(le) ? prev_le : le;
-    prev_count = count;
-  }
-  return prev_le;
-}
-
 constexpr double kMinTailObservationsPerBlock = 20;
 
 }  // namespace
@@ -1250,8 +1229,8 @@ void Judge::Impl::CloseTail(std::size_t m, int unit, bool history, TailBlock& tb
       total(tb.baseline) < kMinTailObservationsPerBlock) {
     return;
   }
-  const std::optional<double> qc = BucketQuantile(tb.canary, 0.99);
-  const std::optional<double> qb = BucketQuantile(tb.baseline, 0.99);
+  const std::optional<double> qc = stats::BucketQuantile(tb.canary, 0.99);
+  const std::optional<double> qb = stats::BucketQuantile(tb.baseline, 0.99);
   if (!qc || !qb) return;
   const auto block_s = static_cast<std::int64_t>(policy_.block_s);
   stats::Block block;

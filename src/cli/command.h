@@ -36,5 +36,7 @@ void RegisterBackfillCommand(CLI::App& app, CommandContext& ctx);
 void RegisterReleaseCommand(CLI::App& app, CommandContext& ctx);
 void RegisterReportCommand(CLI::App& app, CommandContext& ctx);
 void RegisterDemoCommand(CLI::App& app, CommandContext& ctx);
+void RegisterChangepointsCommand(CLI::App& app, CommandContext& ctx);
+void RegisterCorrelateCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

@@ -30,6 +30,8 @@ int Run(int argc, char** argv) {
   RegisterReleaseCommand(app, ctx);
   RegisterReportCommand(app, ctx);
   RegisterDemoCommand(app, ctx);
+  RegisterChangepointsCommand(app, ctx);
+  RegisterCorrelateCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

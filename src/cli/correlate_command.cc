@@ -1,0 +1,144 @@
+// gpucanary correlate --telemetry FLEET.om --releases RELEASES.jsonl [--from T]
+//   [--to T] [--resolution S] [--min-score X] [--output json|text]: DESIGN.md
+// §7, after the fact: the regressions in a fleet's recorded telemetry and the
+// releases that explain them (src/analysis/correlate/correlate.h).
+//
+// Exit status: 0 (whatever was found), 3 bad input or usage (a message on
+// stderr, nothing on stdout).
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/correlate/correlate.h"
+#include "analysis/replay/replay.h"
+#include "cli/command.h"
+#include "core/status.h"
+#include "core/time_format.h"
+#include "releases/release.h"
+
+namespace gpucanary::cli {
+namespace {
+
+struct CorrelateArgs {
+  std::vector<std::string> telemetry;
+  std::string releases;
+  std::string from;
+  std::string to;
+  std::int64_t resolution_s = 0;
+  double min_score = 0.5;
+  std::string output = "json";
+};
+
+// Unix seconds (fractions rounded down) or RFC 3339.
+Result<std::int64_t> ParseTime(std::string_view flag, std::string_view text) {
+  double seconds = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
+  if (ec == std::errc() && ptr == end && std::isfinite(seconds) && std::abs(seconds) < 1e11) {
+    return static_cast<std::int64_t>(std::floor(seconds));
+  }
+  if (const std::optional<std::int64_t> ms = ParseRfc3339Millis(text)) {
+    return *ms >= 0 ? *ms / 1000 : -((-*ms + 999) / 1000);
+  }
+  return Error(StatusCode::kInvalidArgument,
+               std::string(flag) + ": expected Unix seconds (1764680060) or RFC 3339 " +
+                   "(2026-12-02T13:00:00Z), got '" + std::string(text) + "'" +
+                   (ec == std::errc() && ptr == end ? " (milliseconds? give seconds)" : ""));
+}
+
+Status Run(const CorrelateArgs& args, CommandContext& ctx) {
+  if (args.output != "json" && args.output != "text") {
+    return Status(StatusCode::kInvalidArgument,
+                  "--output: '" + args.output + "' is not one of json, text");
+  }
+  analysis::correlate::CorrelateOptions options;
+  options.resolution_s = args.resolution_s;
+  options.min_score = args.min_score;
+  if (args.resolution_s < 0 || args.resolution_s > 86400) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--resolution: expected 1 to 86400 seconds (0: automatic), got " +
+                      std::to_string(args.resolution_s));
+  }
+  if (!(args.min_score >= 0 && args.min_score <= 1)) {
+    return Status(StatusCode::kInvalidArgument, "--min-score: expected 0 to 1");
+  }
+  if (!args.from.empty()) {
+    Result<std::int64_t> t = ParseTime("--from", args.from);
+    if (!t) return t.error();
+    options.from_s = *t;
+  }
+  if (!args.to.empty()) {
+    Result<std::int64_t> t = ParseTime("--to", args.to);
+    if (!t) return t.error();
+    options.to_s = *t;
+  }
+  Result<std::vector<releases::Release>> releases = releases::LoadReleasesJsonl(args.releases);
+  if (!releases) return releases.error();
+  std::vector<analysis::ReplayInput> inputs;
+  for (const std::string& path : args.telemetry) {
+    inputs.push_back({path, analysis::Role::kBaseline, std::nullopt});
+  }
+  auto replay = analysis::Replay::Open(std::move(inputs));
+  if (!replay) return replay.error();
+  Result<analysis::correlate::CorrelateReport> report =
+      analysis::correlate::Correlate(**replay, *releases, options);
+  if (!report) return report.error();
+  if (report->gpus == 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  "no GPU series in the telemetry" +
+                      std::string(options.from_s || options.to_s ? " in --from/--to" : "") +
+                      " (no sample has a 'gpu' label)");
+  }
+  ctx.out << (args.output == "json" ? analysis::correlate::CorrelateReportJson(*report)
+                                    : analysis::correlate::CorrelateReportText(*report));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterCorrelateCommand(CLI::App& app, CommandContext& ctx) {
+  auto args = std::make_shared<CorrelateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "correlate", "Find regressions in fleet telemetry and the releases that explain them");
+  cmd->footer(
+      "Prints DESIGN.md §7 JSON (docs/cli.md, docs/analysis-method.md). Exit status: 0, or 3 for "
+      "bad input or usage.");
+  cmd->add_option("--telemetry", args->telemetry,
+                  "Recorded telemetry of the fleet (.om, .prom, .gz); repeat for several files "
+                  "(each host in one file)")
+      ->type_name("FILE")
+      ->required();
+  cmd->add_option("--releases", args->releases,
+                  "Release annotations, one JSON object per line (DESIGN.md §5)")
+      ->type_name("FILE")
+      ->required();
+  cmd->add_option("--from", args->from, "Start of the range: Unix seconds or RFC 3339")
+      ->type_name("T");
+  cmd->add_option("--to", args->to, "End of the range (exclusive): Unix seconds or RFC 3339")
+      ->type_name("T");
+  cmd->add_option("--resolution", args->resolution_s,
+                  "Bucket width in seconds (default 0: 10 s, coarser for long ranges)")
+      ->type_name("S");
+  cmd->add_option("--min-score", args->min_score,
+                  "Name a release a suspect only from this score (0-1, default 0.5)")
+      ->type_name("X");
+  cmd->add_option("--output,-o", args->output, "Output format: json (default) or text")
+      ->type_name("FORMAT");
+  cmd->callback([args, &ctx] {
+    const Status status = Run(*args, ctx);
+    if (!status.ok()) {
+      ctx.err << "gpucanary correlate: " << status.message() << "\n";
+      ctx.exit_code = kExitBadInput;
+    }
+  });
+}
+
+}  // namespace gpucanary::cli
