@@ -169,7 +169,7 @@ void Builder::Refresh() {
     node_acc_.resize(nn, std::vector<Accumulator>(defs.size()));
     open_hist_.resize(nn);
     last_service_s_.resize(nn, std::numeric_limits<std::int64_t>::min());
-    min_gap_s_.resize(nn, std::numeric_limits<std::int64_t>::max() / 4);
+    min_gap_s_.resize(nn, std::int64_t{1} << 30);  // "none seen yet": far above any interval
     last_tokens_.resize(nn, kNaN);
     restarts_.resize(nn);
   }
