@@ -165,12 +165,9 @@ Status ReadWhen(const Reporter& r, const YAML::Node& node, const std::string& fi
   }
   if (const YAML::Node* n = fields->Find("causes")) {
     const std::string f = Child(field, "causes");
-    if (!n->IsSequence()) return r.Fail(*n, f, "expected a list of cause kinds");
-    for (std::size_t i = 0; i < n->size(); ++i) {
-      auto kind = config::ReadString(r, (*n)[i], config::Index(f, i));
-      if (!kind) return kind.error();
-      out.cause_kinds.push_back(*kind);
-    }
+    auto kinds = config::ReadStrings(r, *n, f, "expected a list of cause kinds");
+    if (!kinds) return kinds.error();
+    out.cause_kinds = std::move(*kinds);
   }
   return Status::Ok();
 }

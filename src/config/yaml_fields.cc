@@ -138,6 +138,19 @@ Result<std::string> ReadString(const Reporter& r, const YAML::Node& node, std::s
   return node.Scalar();
 }
 
+Result<std::vector<std::string>> ReadStrings(const Reporter& r, const YAML::Node& node,
+                                             std::string_view field, std::string_view what) {
+  if (!node.IsSequence()) return r.Fail(node, field, what);
+  std::vector<std::string> out;
+  out.reserve(node.size());
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    Result<std::string> s = ReadString(r, node[i], Index(field, i));
+    if (!s) return Error(s.error());
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
 Result<double> ReadNumber(const Reporter& r, const YAML::Node& node, std::string_view field) {
   double value = 0;
   if (!node.IsScalar() || !ParseDouble(node.Scalar(), &value)) {

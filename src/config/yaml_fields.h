@@ -87,6 +87,11 @@ class Fields {
 
 // Typed scalars; numbers, durations and rates must not be negative.
 Result<std::string> ReadString(const Reporter& r, const YAML::Node& node, std::string_view field);
+// A list of ReadString scalars; `what` is the message when `node` is not a
+// list ("expected a list of tags"). Elements are named field[i].
+Result<std::vector<std::string>> ReadStrings(const Reporter& r, const YAML::Node& node,
+                                             std::string_view field,
+                                             std::string_view what = "expected a list");
 Result<double> ReadNumber(const Reporter& r, const YAML::Node& node, std::string_view field);
 Result<double> ReadDuration(const Reporter& r, const YAML::Node& node, std::string_view field);
 Result<double> ReadRate(const Reporter& r, const YAML::Node& node, std::string_view field);

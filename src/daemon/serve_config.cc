@@ -179,12 +179,9 @@ Status ReadGrafana(const Reporter& r, const YAML::Node& node, const std::string&
   if (!token) return token.error();
   sink.token = std::move(*token);
   if (const YAML::Node* n = fields->Find("tags")) {
-    if (!n->IsSequence()) return r.Fail(*n, "publish.grafana.tags", "expected a list of tags");
-    for (std::size_t i = 0; i < n->size(); ++i) {
-      auto tag = config::ReadString(r, (*n)[i], config::Index("publish.grafana.tags", i));
-      if (!tag) return tag.error();
-      sink.tags.push_back(*tag);
-    }
+    auto tags = config::ReadStrings(r, *n, "publish.grafana.tags", "expected a list of tags");
+    if (!tags) return tags.error();
+    sink.tags = std::move(*tags);
   }
   if (const YAML::Node* n = fields->Find("dashboard_uid")) {
     auto uid = config::ReadString(r, *n, "publish.grafana.dashboard_uid");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -684,9 +685,31 @@ std::vector<std::string> GpuKeys(const Group& g, const FleetSeries& fleet) {
   return {keys.begin(), keys.end()};
 }
 
-// Builds the regression of `g` (evidence, headline, causes, suspects).
-Regression MakeRegression(const Group& g, const std::vector<Reach>& reaches,
-                          const FleetSeries& fleet, const CorrelateOptions& options) {
+// Every release scored on `g`, in `reaches` order; `explained[i]` receives
+// the nodes release i explains (on its nodes, on time).
+struct Scored {
+  std::vector<Suspect> suspects;
+  std::vector<std::set<int>> explained;
+};
+
+Scored ScoreReleases(const Group& g, const std::vector<Reach>& reaches, const FleetSeries& fleet,
+                     const CorrelateOptions& options) {
+  const Episode& first = *g.episodes.front();
+  const std::uint32_t xid =
+      first.kind == "xid_errors" ? fleet.xid_codes[static_cast<std::size_t>(first.gpu)] : 0;
+  Scored out;
+  out.explained.resize(reaches.size());
+  for (std::size_t i = 0; i < reaches.size(); ++i) {
+    out.suspects.push_back(
+        Score(g, reaches[i], fleet, options, first.kind, xid, &out.explained[i]));
+  }
+  return out;
+}
+
+// Builds the regression of `g` (evidence, headline, causes, suspects) from
+// its releases' scores.
+Regression MakeRegression(const Group& g, std::vector<Suspect> scored, const FleetSeries& fleet,
+                          const CorrelateOptions& options) {
   Regression out;
   const Episode& first = *g.episodes.front();
   std::string kind = first.kind;
@@ -745,10 +768,7 @@ Regression MakeRegression(const Group& g, const std::vector<Reach>& reaches,
                      return (x.metric == out.metric) > (y.metric == out.metric);
                    });
 
-  std::uint32_t xid = 0;
-  if (kind == "xid_errors") xid = fleet.xid_codes[static_cast<std::size_t>(first.gpu)];
-  for (const Reach& r : reaches) {
-    Suspect s = Score(g, r, fleet, options, kind, xid, nullptr);
+  for (Suspect& s : scored) {
     if (s.score > 0.05) out.candidates.push_back(std::move(s));
   }
   std::stable_sort(out.candidates.begin(), out.candidates.end(),
@@ -758,13 +778,11 @@ Regression MakeRegression(const Group& g, const std::vector<Reach>& reaches,
   }
   // Scope: the release's, when one explains it; the fleet's when (nearly)
   // every node changed at once; else the nodes'.
-  std::set<int> with_data;
-  for (std::size_t n = 0; n < fleet.nodes.size(); ++n) with_data.insert(static_cast<int>(n));
   std::string scope = "node";
   if (!out.suspects.empty()) {
     scope = "release";
   } else if (g.node_onset.size() >= 3 && static_cast<double>(g.node_onset.size()) >=
-                                             0.8 * static_cast<double>(with_data.size())) {
+                                             0.8 * static_cast<double>(fleet.nodes.size())) {
     scope = "fleet";
   }
   out.causes.push_back({kind, scope, detail});
@@ -837,12 +855,11 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
   std::sort(episodes.begin(), episodes.end(), [](const Episode& a, const Episode& b) {
     return std::tie(a.bucket, a.gpu) < std::tie(b.bucket, b.gpu);
   });
-  std::map<std::string, std::vector<Group>> open;
-  std::vector<Group> groups;
+  std::map<std::string, std::vector<Group>> by_key;
   const double window = static_cast<double>(options.group_window_s);
   for (const Episode& e : episodes) {
     const std::string key = e.kind.empty() ? "metric:" + e.headline : e.kind;
-    std::vector<Group>& list = open[key];
+    std::vector<Group>& list = by_key[key];
     const double t = fleet.BucketStart(e.bucket);
     if (!list.empty() && t - fleet.BucketStart(list.back().episodes.back()->bucket) <= window) {
       list.back().episodes.push_back(&e);
@@ -850,43 +867,38 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
       list.push_back(Group{{&e}, {}});
     }
   }
-  for (auto& [key, list] : open) {
-    for (Group& g : list) groups.push_back(std::move(g));
-  }
+  std::vector<Group> work;
+  for (auto& [key, list] : by_key) std::move(list.begin(), list.end(), std::back_inserter(work));
 
   // Attribute; where the best release explains only some nodes, split the
   // rest off and attribute them on their own.
-  std::vector<Group> work = std::move(groups);
   while (!work.empty()) {
     Group g = std::move(work.back());
     work.pop_back();
     IndexNodes(g, fleet);
-    const Episode& first = *g.episodes.front();
-    const std::uint32_t xid =
-        first.kind == "xid_errors" ? fleet.xid_codes[static_cast<std::size_t>(first.gpu)] : 0;
+    Scored scored = ScoreReleases(g, reaches, fleet, options);
     double best = -1;
-    std::set<int> best_nodes;
-    for (const Reach& r : reaches) {
-      std::set<int> nodes;
-      const Suspect s = Score(g, r, fleet, options, first.kind, xid, &nodes);
-      if (s.score > best) {
-        best = s.score;
-        best_nodes = std::move(nodes);
+    const std::set<int>* best_nodes = nullptr;
+    for (std::size_t i = 0; i < reaches.size(); ++i) {
+      if (scored.suspects[i].score > best) {
+        best = scored.suspects[i].score;
+        best_nodes = &scored.explained[i];
       }
     }
-    if (best >= options.min_score && !best_nodes.empty() &&
-        best_nodes.size() < g.node_onset.size()) {
+    if (best >= options.min_score && !best_nodes->empty() &&
+        best_nodes->size() < g.node_onset.size()) {
       Group in;
       Group rest;
       for (const Episode* e : g.episodes) {
-        (best_nodes.contains(e->node) ? in : rest).episodes.push_back(e);
+        (best_nodes->contains(e->node) ? in : rest).episodes.push_back(e);
       }
       work.push_back(std::move(rest));
       IndexNodes(in, fleet);
-      report.regressions.push_back(MakeRegression(in, reaches, fleet, options));
+      report.regressions.push_back(
+          MakeRegression(in, ScoreReleases(in, reaches, fleet, options).suspects, fleet, options));
       continue;
     }
-    report.regressions.push_back(MakeRegression(g, reaches, fleet, options));
+    report.regressions.push_back(MakeRegression(g, std::move(scored.suspects), fleet, options));
   }
   std::sort(report.regressions.begin(), report.regressions.end(),
             [](const Regression& a, const Regression& b) {

@@ -29,17 +29,6 @@ constexpr std::string_view kCaseKeys[] = {"file",     "category", "guilty",     
                                           "releases", "onset_s",  "confounders", "description"};
 constexpr std::string_view kCategories[] = {"guilty", "none", "mixed"};
 
-Status ReadStrings(const Reporter& r, const YAML::Node& node, const std::string& field,
-                   std::vector<std::string>* out) {
-  if (!node.IsSequence()) return r.Fail(node, field, "expected a list");
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    Result<std::string> s = ReadString(r, node[i], Index(field, i));
-    if (!s) return s.error();
-    out->push_back(*s);
-  }
-  return Status::Ok();
-}
-
 Result<CorrelateCase> ParseCase(const Reporter& r, const YAML::Node& node, const std::string& field,
                                 const std::filesystem::path& dir) {
   Result<Fields> f = Fields::Read(r, node, field, kCaseKeys);
@@ -62,7 +51,10 @@ Result<CorrelateCase> ParseCase(const Reporter& r, const YAML::Node& node, const
                   "expected one of guilty, none, mixed");
   }
   c.category = *category;
-  GC_RETURN_IF_ERROR(ReadStrings(r, *f->Find("releases"), Child(field, "releases"), &c.releases));
+  Result<std::vector<std::string>> releases =
+      config::ReadStrings(r, *f->Find("releases"), Child(field, "releases"));
+  if (!releases) return Error(releases.error());
+  c.releases = std::move(*releases);
   for (std::string_view key : {"guilty", "kind"}) {
     const YAML::Node* n = f->Find(key);
     const bool needed = c.category != "none";
@@ -82,7 +74,9 @@ Result<CorrelateCase> ParseCase(const Reporter& r, const YAML::Node& node, const
                   "release '" + c.guilty + "' is not in the case's releases");
   }
   if (const YAML::Node* n = f->Find("confounders")) {
-    GC_RETURN_IF_ERROR(ReadStrings(r, *n, Child(field, "confounders"), &c.confounders));
+    Result<std::vector<std::string>> tags = config::ReadStrings(r, *n, Child(field, "confounders"));
+    if (!tags) return Error(tags.error());
+    c.confounders = std::move(*tags);
   }
   if (const YAML::Node* n = f->Find("description")) {
     Result<std::string> v = ReadString(r, *n, Child(field, "description"));

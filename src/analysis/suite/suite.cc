@@ -159,12 +159,9 @@ class SuiteParser {
 
   Status ReadStrings(const YAML::Node& node, const std::string& field,
                      std::vector<std::string>* out) const {
-    if (!node.IsSequence()) return r_.Fail(node, field, "expected a list");
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      Result<std::string> s = ReadString(r_, node[i], Index(field, i));
-      if (!s) return s.error();
-      out->push_back(*s);
-    }
+    Result<std::vector<std::string>> list = config::ReadStrings(r_, node, field);
+    if (!list) return list.error();
+    out->insert(out->end(), list->begin(), list->end());
     return Status::Ok();
   }
 
