@@ -442,4 +442,84 @@ TEST_F(CliJudgeScenarioTest, HealthyRolloutDoesNotFail) {
   EXPECT_EQ(j["verdict"], r.exit_code == 0 ? "pass" : "inconclusive") << r.out;
 }
 
+// gpucanary correlate: a small fleet recording and release log, then the
+// ways its input can be wrong.
+class CorrelateCliTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    std::ofstream om(dir_ / "fleet.om");
+    om << "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n";
+    for (int t = 0; t < 300; ++t) {
+      om << "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-1\"} 1980 " << (1764680000 + t)
+         << ".000\n";
+    }
+    om << "# EOF\n";
+    std::ofstream(dir_ / "releases.jsonl")
+        << "{\"id\":\"r1\",\"started_at\":1764680100,\"targets\":[\"node-1\"]}\n";
+  }
+  std::string Path(const std::string& name) { return (dir_ / name).string(); }
+};
+
+TEST_F(CorrelateCliTest, ASteadyFleetHasNoRegression) {
+  RunResult r =
+      Run("correlate --telemetry " + Path("fleet.om") + " --releases " + Path("releases.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["regressions"].empty()) << r.out;
+  EXPECT_EQ(j["gpus"], 1);
+  ASSERT_EQ(j["releases"].size(), 1u);
+  EXPECT_EQ(j["releases"][0]["arrivals"][0]["node"], "node-1");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CorrelateCliTest, AMalformedReleaseLineNamesFileLineAndField) {
+  std::ofstream(dir_ / "bad.jsonl") << "{\"id\":\"r1\",\"started_at\":1764680100}\n"
+                                       "{\"id\":\"r2\",\"started_at\":\"yesterday\"}\n";
+  RunResult r =
+      Run("correlate --telemetry " + Path("fleet.om") + " --releases " + Path("bad.jsonl"));
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("bad.jsonl:2:"));
+  EXPECT_THAT(r.err, HasSubstr("started_at"));
+}
+
+TEST_F(CorrelateCliTest, AMalformedRecordingNamesFileAndLine) {
+  std::ofstream(dir_ / "bad.om")
+      << "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
+         "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-1\"} 1980 1764680000.000\n"
+         "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"node-1\" 1980 1764680001.000\n"
+         "# EOF\n";
+  RunResult r =
+      Run("correlate --telemetry " + Path("bad.om") + " --releases " + Path("releases.jsonl"));
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("bad.om:3:"));
+}
+
+TEST_F(CorrelateCliTest, BadFlagsAndEmptyInputAreUsageErrors) {
+  const std::string base =
+      "correlate --telemetry " + Path("fleet.om") + " --releases " + Path("releases.jsonl");
+  RunResult r = Run(base + " --from 1764680000000");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("milliseconds?"));
+  r = Run(base + " --output yaml");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--output: 'yaml' is not one of json, text"));
+  r = Run(base + " --min-score 2");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--min-score"));
+  r = Run(base + " --from 1764680200 --to 1764680100");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("from must be before to"));
+  std::ofstream(dir_ / "nogpu.om")
+      << "# TYPE up gauge\nup{instance=\"a\"} 1 1764680000.000\n# EOF\n";
+  r = Run("correlate --telemetry " + Path("nogpu.om") + " --releases " + Path("releases.jsonl"));
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no GPU series"));
+  r = Run("correlate --telemetry " + Path("missing.om") + " --releases " + Path("releases.jsonl"));
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("missing.om"));
+}
+
 }  // namespace
