@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/daemon_client.h"
 #include "config/yaml_fields.h"
 #include "core/clock.h"
 #include "daemon/query_api.h"
@@ -36,13 +37,6 @@ namespace gpucanary::cli {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-constexpr int kTimeoutMs = 10'000;
-
-struct ServerFlags {
-  std::string url;
-  std::string token;
-};
 
 struct AnnounceFlags {
   ServerFlags server;
@@ -142,48 +136,7 @@ Result<std::string> BuildAnnotation(const AnnounceFlags& flags) {
   return text;
 }
 
-std::string Endpoint(const ServerFlags& server) {
-  std::string url = server.url;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  return url + "/api/v1/releases";
-}
-
-net::FetchOptions Request(const ServerFlags& server, const std::string& method) {
-  net::FetchOptions o;
-  o.method = method;
-  o.timeout_ms = kTimeoutMs;
-  std::string token = server.token;
-  if (token.empty()) {
-    // The CLI reads its environment on the main thread before any other starts.
-    const char* env = std::getenv("GPUCANARY_TOKEN");  // NOLINT(concurrency-mt-unsafe)
-    if (env != nullptr) token = env;
-  }
-  if (!token.empty()) o.headers.emplace_back("Authorization", "Bearer " + token);
-  return o;
-}
-
-// No answer, 408, 429 or 5xx: the daemon may be restarting.
-bool Retryable(const Result<net::HttpResponse>& response) {
-  if (!response) return true;
-  const int status = response->status;
-  return status == 408 || status == 429 || status >= 500;
-}
-
-// Prints the daemon's answer: stdout on 2xx (exit 0), stderr otherwise (exit 1).
-int Answer(const Result<net::HttpResponse>& response, std::string_view command, CommandContext& ctx,
-           const std::function<void(const std::string&)>& on_success) {
-  if (!response) {
-    ctx.err << "gpucanary " << command << ": " << response.error().message() << "\n";
-    return kExitFail;
-  }
-  if (response->status < 200 || response->status >= 300) {
-    ctx.err << "gpucanary " << command << ": HTTP " << response->status << ": " << response->body;
-    if (response->body.empty() || response->body.back() != '\n') ctx.err << "\n";
-    return kExitFail;
-  }
-  on_success(response->body);
-  return kExitOk;
-}
+constexpr std::string_view kReleasesPath = "/api/v1/releases";
 
 int Announce(const AnnounceFlags& flags, CommandContext& ctx) {
   if (auto url = net::ParseHttpUrl(flags.server.url); !url) {
@@ -200,14 +153,14 @@ int Announce(const AnnounceFlags& flags, CommandContext& ctx) {
   o.content_type = "application/json";
   // The same body every time (started_at included), so a retry that reaches
   // a daemon which had stored the first attempt answers 200, not 409.
-  auto response = net::Fetch(Endpoint(flags.server), o);
+  auto response = net::Fetch(Endpoint(flags.server, kReleasesPath), o);
   for (int attempt = 1, delay_s = 1; attempt <= flags.retries && Retryable(response);
        ++attempt, delay_s *= 2) {
     ctx.err << "gpucanary release announce: "
             << (response ? "HTTP " + std::to_string(response->status) : response.error().message())
             << "; retrying in " << delay_s << " s\n";
     std::this_thread::sleep_for(std::chrono::seconds(delay_s));
-    response = net::Fetch(Endpoint(flags.server), o);
+    response = net::Fetch(Endpoint(flags.server, kReleasesPath), o);
   }
   return Answer(response, "release announce", ctx,
                 [&](const std::string& body) { ctx.out << body << "\n"; });
@@ -230,22 +183,17 @@ int List(const ListFlags& flags, CommandContext& ctx) {
   add("from", flags.from);
   add("to", flags.to);
   add("limit", flags.limit > 0 ? std::to_string(flags.limit) : "");
-  return Answer(net::Fetch(Endpoint(flags.server) + query, Request(flags.server, "GET")),
-                "release list", ctx, [&](const std::string& body) {
-                  // ordered_json: each annotation keeps the sender's field order.
-                  const auto doc = OrderedJson::parse(body, nullptr, false);
-                  if (doc.is_discarded() || !doc.contains("data") || !doc["data"].is_array()) {
-                    ctx.out << body << "\n";
-                    return;
-                  }
-                  for (const auto& release : doc["data"]) ctx.out << release.dump() << "\n";
-                });
-}
-
-void AddServerFlags(CLI::App* cmd, ServerFlags& server) {
-  cmd->add_option("--url", server.url, "The daemon: http://host:port")->required();
-  cmd->add_option("--token", server.token,
-                  "Bearer token (default: the environment variable GPUCANARY_TOKEN)");
+  return Answer(
+      net::Fetch(Endpoint(flags.server, kReleasesPath) + query, Request(flags.server, "GET")),
+      "release list", ctx, [&](const std::string& body) {
+        // ordered_json: each annotation keeps the sender's field order.
+        const auto doc = OrderedJson::parse(body, nullptr, false);
+        if (doc.is_discarded() || !doc.contains("data") || !doc["data"].is_array()) {
+          ctx.out << body << "\n";
+          return;
+        }
+        for (const auto& release : doc["data"]) ctx.out << release.dump() << "\n";
+      });
 }
 
 void RegisterAnnounce(CLI::App* release, CommandContext& ctx) {
