@@ -6,6 +6,7 @@
 
 #include "releases/release.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -250,6 +252,55 @@ TEST_F(ReleaseTest, SimulatorReleasesReadAndAnnounce) {
     EXPECT_EQ(Get(url + "/api/v1/releases/" + release.id),
               "200 {\"status\":\"success\",\"data\":" + release.annotation + "}");
   }
+}
+
+// gpucanary correlate --url: the daemon correlates its own store with the
+// releases announced to it.
+TEST_F(ReleaseTest, CorrelateAsksTheDaemon) {
+  using ::testing::HasSubstr;
+  const std::string url = StartServe("serve.log");
+  ASSERT_FALSE(url.empty()) << ReadTextFile(dir_ / "serve.log");
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  const std::string env = "GPUCANARY_TOKEN=" + std::string(kToken);
+  RunResult r = Run("release announce --url " + url + " --id r1 --started-at " +
+                        std::to_string(now - 120) + " --target node-1",
+                    env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  r = Run("correlate --url " + url + " --from " + std::to_string(now - 600), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json data = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(data["regressions"].empty()) << r.out;  // the store holds no telemetry
+  ASSERT_EQ(data["releases"].size(), 1u) << r.out;
+  EXPECT_EQ(data["releases"][0]["id"], "r1");
+
+  // A read: no token needed unless auth.protect_reads (docs/http-api.md).
+  r = Run("correlate --url " + url);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Nobody listening: exit 1 with the client's reason.
+  r = Run("correlate --url http://127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("gpucanary correlate: "));
+  // A bad parameter: the daemon's 400 with its reason.
+  r = Run("correlate --url " + url + " --from " + std::to_string(now) + " --to " +
+              std::to_string(now - 60),
+          env);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("HTTP 400"));
+  // Files and a daemon at once, or neither: usage errors.
+  r = Run("correlate --url " + url + " --telemetry x.om", env);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("give it without --telemetry and --releases"));
+  r = Run("correlate --from 1764680000");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("give --telemetry and --releases (files), or --url"));
+  r = Run("correlate --url " + url + " --output text", env);
+  EXPECT_EQ(r.exit_code, 3);
+  r = Run("correlate --url not-a-url");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--url"));
 }
 
 }  // namespace

@@ -2,15 +2,18 @@
 //   [--to T] [--resolution S] [--min-score X] [--output json|text]: DESIGN.md
 // §7, after the fact: the regressions in a fleet's recorded telemetry and the
 // releases that explain them (src/analysis/correlate/correlate.h).
+// gpucanary correlate --url http://daemon:9464 [--from T] [--to T] ...: the
+// same over a running daemon's store and releases (GET /api/v1/correlate).
 //
-// Exit status: 0 (whatever was found), 3 bad input or usage (a message on
-// stderr, nothing on stdout).
+// Exit status: 0 (whatever was found), 1 when the daemon refuses or cannot be
+// reached, 3 bad input or usage (a message on stderr, nothing on stdout).
 
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -20,14 +23,17 @@
 #include "analysis/correlate/correlate.h"
 #include "analysis/replay/replay.h"
 #include "cli/command.h"
+#include "cli/daemon_client.h"
 #include "core/status.h"
 #include "core/time_format.h"
+#include "net/url.h"
 #include "releases/release.h"
 
 namespace gpucanary::cli {
 namespace {
 
 struct CorrelateArgs {
+  ServerFlags server;  // --url: ask a running daemon instead of reading files
   std::vector<std::string> telemetry;
   std::string releases;
   std::string from;
@@ -52,6 +58,59 @@ Result<std::int64_t> ParseTime(std::string_view flag, std::string_view text) {
                std::string(flag) + ": expected Unix seconds (1764680060) or RFC 3339 " +
                    "(2026-12-02T13:00:00Z), got '" + std::string(text) + "'" +
                    (ec == std::errc() && ptr == end ? " (milliseconds? give seconds)" : ""));
+}
+
+// --url: the daemon's GET /api/v1/correlate over its store and releases;
+// prints its report (the "data" of the answer). Exit 1 when the daemon
+// refuses or cannot be reached, as `release` does.
+int AskDaemon(const CorrelateArgs& args, CommandContext& ctx) {
+  std::string query;
+  const auto add = [&](std::string_view name, const std::string& value) {
+    if (value.empty()) return;
+    query += query.empty() ? '?' : '&';
+    query += name;
+    query += '=';
+    query += net::UrlEncode(value);
+  };
+  add("from", args.from);
+  add("to", args.to);
+  add("resolution", args.resolution_s > 0 ? std::to_string(args.resolution_s) : "");
+  add("min_score", args.min_score != 0.5 ? std::to_string(args.min_score) : "");
+  return Answer(
+      net::Fetch(Endpoint(args.server, "/api/v1/correlate") + query, Request(args.server, "GET")),
+      "correlate", ctx, [&](const std::string& body) {
+        const auto doc = nlohmann::ordered_json::parse(body, nullptr, false);
+        if (doc.is_discarded() || !doc.contains("data")) {
+          ctx.out << body << "\n";
+          return;
+        }
+        ctx.out << doc["data"].dump() << "\n";
+      });
+}
+
+// Which input: files, or a daemon (--url), not both.
+Status CheckSources(const CorrelateArgs& args) {
+  const bool files = !args.telemetry.empty() || !args.releases.empty();
+  if (!args.server.url.empty()) {
+    if (files) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--url asks a daemon for its own telemetry and releases: give it without "
+                    "--telemetry and --releases");
+    }
+    if (args.output != "json") {
+      return Status(StatusCode::kInvalidArgument,
+                    "--output: a daemon's answer is printed as json only");
+    }
+    if (auto url = net::ParseHttpUrl(args.server.url); !url) {
+      return Status(StatusCode::kInvalidArgument, "--url: " + url.error().message());
+    }
+    return Status::Ok();
+  }
+  if (args.telemetry.empty() || args.releases.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "give --telemetry and --releases (files), or --url (a running daemon)");
+  }
+  return Status::Ok();
 }
 
 Status Run(const CorrelateArgs& args, CommandContext& ctx) {
@@ -79,6 +138,11 @@ Status Run(const CorrelateArgs& args, CommandContext& ctx) {
     Result<std::int64_t> t = ParseTime("--to", args.to);
     if (!t) return t.error();
     options.to_s = *t;
+  }
+  GC_RETURN_IF_ERROR(CheckSources(args));
+  if (!args.server.url.empty()) {
+    ctx.exit_code = AskDaemon(args, ctx);
+    return Status::Ok();
   }
   Result<std::vector<releases::Release>> releases = releases::LoadReleasesJsonl(args.releases);
   if (!releases) return releases.error();
@@ -114,12 +178,11 @@ void RegisterCorrelateCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--telemetry", args->telemetry,
                   "Recorded telemetry of the fleet (.om, .prom, .gz); repeat for several files "
                   "(each host in one file)")
-      ->type_name("FILE")
-      ->required();
+      ->type_name("FILE");
   cmd->add_option("--releases", args->releases,
                   "Release annotations, one JSON object per line (DESIGN.md §5)")
-      ->type_name("FILE")
-      ->required();
+      ->type_name("FILE");
+  AddServerFlags(cmd, args->server, /*required=*/false);
   cmd->add_option("--from", args->from, "Start of the range: Unix seconds or RFC 3339")
       ->type_name("T");
   cmd->add_option("--to", args->to, "End of the range (exclusive): Unix seconds or RFC 3339")

@@ -10,6 +10,7 @@
 #include "core/time_format.h"
 #include "daemon/auth.h"
 #include "daemon/canary_service.h"
+#include "daemon/correlate_api.h"
 #include "daemon/query_api.h"
 #include "daemon/release_api.h"
 #include "dashboard/dashboard.h"
@@ -59,6 +60,7 @@ class Daemon::Impl {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::MetaDb> meta_;
   std::unique_ptr<QueryApi> query_;
+  std::unique_ptr<CorrelateApi> correlate_;
   std::unique_ptr<BearerAuth> auth_;
   std::unique_ptr<ReleaseApi> releases_;
   std::unique_ptr<remote::Receiver> receiver_;
@@ -86,6 +88,7 @@ Status Daemon::Impl::Start() {
   meta_ = std::move(*meta);
 
   query_ = std::make_unique<QueryApi>(*store_, clock_);
+  correlate_ = std::make_unique<CorrelateApi>(*store_, *meta_, clock_);
   auth_ = std::make_unique<BearerAuth>(config_.auth);
   releases_ =
       std::make_unique<ReleaseApi>(*meta_, clock_, config_.releases, config_.publish, options_.log);
@@ -141,6 +144,7 @@ void Daemon::Impl::Stop() {
   scraper_.reset();
   receiver_.reset();
   releases_.reset();  // stops publishing
+  correlate_.reset();
   query_.reset();
   meta_.reset();
   store_.reset();  // syncs the WAL
@@ -164,6 +168,7 @@ void Daemon::Impl::Handle(const net::HttpRequest& request, net::HttpResponse& re
   if (releases_->Handle(request, response)) return;
   if (canaries_->Handle(request, response)) return;
   if (query_->Handle(request, response)) return;
+  if (correlate_->Handle(request, response)) return;
   if (dashboard::Handle(request, response)) return;
   const std::string& path = request.path;
   if (path == "/api/v1/write") {

@@ -834,10 +834,6 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
   report.resolution_s = fleet.resolution_s;
   report.gpus = static_cast<int>(fleet.gpus.size());
   report.nodes = static_cast<int>(fleet.nodes.size());
-  if (fleet.buckets == 0) return report;
-  report.from = static_cast<double>(fleet.first_tick);
-  report.to = static_cast<double>(fleet.last_tick + 1);
-
   const std::vector<Reach> reaches = ResolveReaches(releases, fleet);
   for (const Reach& r : reaches) {
     ReleaseReach rr;
@@ -849,6 +845,15 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
     }
     report.releases.push_back(std::move(rr));
   }
+  // No data in range: the releases considered, the range asked for, nothing
+  // else (missing telemetry is no regression, not a zero).
+  if (fleet.buckets == 0) {
+    report.from = static_cast<double>(options.from_s.value_or(0));
+    report.to = static_cast<double>(options.to_s.value_or(0));
+    return report;
+  }
+  report.from = static_cast<double>(fleet.first_tick);
+  report.to = static_cast<double>(fleet.last_tick + 1);
 
   // Group episodes by mechanism (or headline, when none) and time.
   std::vector<Episode> episodes = FindEpisodes(fleet);

@@ -114,7 +114,7 @@ struct ReleaseReach {
 };
 
 struct CorrelateReport {
-  double from = 0;  // Unix seconds covered
+  double from = 0;  // Unix seconds with data; with none, the range asked for (0: unset)
   double to = 0;
   std::int64_t resolution_s = 0;
   int gpus = 0;
@@ -129,6 +129,11 @@ struct CorrelateReport {
 // report, not an error.
 Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Release>& releases,
                                   const CorrelateOptions& options);
+
+// The series names the correlation reads (DCGM fields also under their
+// DCGM 4.6 names; histograms as their `_bucket`, `_sum` and `_count`
+// series): what to select from a store or a Prometheus.
+std::vector<std::string> CorrelateInputNames();
 
 // DESIGN.md §7's JSON: {"regressions": [...]} plus "from", "to",
 // "resolution_s" and "releases" (each release's arrivals).

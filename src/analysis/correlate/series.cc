@@ -4,8 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "analysis/stats/histogram_quantile.h"
+#include "dcgm/fields.h"
 #include "dcgm/throttle.h"
 
 namespace gpucanary::analysis::correlate {
@@ -410,6 +412,27 @@ int MetricIndex(std::string_view name) {
     if (defs[i].name == name) return static_cast<int>(i);
   }
   return -1;
+}
+
+std::vector<std::string> CorrelateInputNames() {
+  std::set<std::string> names;
+  const auto add = [&](std::string_view name) {
+    if (name.empty()) return;
+    names.emplace(name);
+    if (const dcgm::FieldInfo* f = dcgm::FindFieldByName(name)) {
+      names.emplace(f->name);
+      if (!f->dcgm46_name.empty()) names.emplace(f->dcgm46_name);
+    }
+  };
+  for (const MetricDef& d : Metrics()) {
+    if (d.reduce == Reduce::kP99) {
+      names.insert(std::string(d.source) + "_bucket");
+    } else {
+      add(d.source);
+      add(d.source2);
+    }
+  }
+  return {names.begin(), names.end()};
 }
 
 Result<FleetSeries> BuildSeries(Replay& replay, std::int64_t resolution_s,

@@ -1,0 +1,47 @@
+#pragma once
+// The correlation endpoint of `gpucanary serve` (docs/http-api.md,
+// "Correlation"): DESIGN.md §7 over the daemon's own store and the releases
+// it was told about.
+//
+//   GET /api/v1/correlate?from=T&to=T[&resolution=S][&min_score=X]
+//       from, to: Unix seconds or RFC 3339 (default: the last hour);
+//       at most kMaxRangeS apart.
+//   200 {"status":"success","data":{"regressions":[...], ...}} (correlate.h's JSON)
+//   400 {"status":"error","errorType":"bad_data","error":"..."} for a bad parameter
+//
+// The releases are the stored annotations that started from kRolloutLookbackS
+// before `from` up to `to` (a release started just before the range may
+// still be reaching nodes in it). The store is read through the same replay
+// as a live canary's (analysis/live/store_source.h).
+//
+// Thread-safe: each request reads the store on its own.
+
+#include <cstdint>
+
+#include "core/clock.h"
+#include "net/http_message.h"
+#include "store/meta_db.h"
+#include "store/store.h"
+
+namespace gpucanary::daemon {
+
+class CorrelateApi {
+ public:
+  static constexpr std::int64_t kMaxRangeS = std::int64_t{7} * 86400;
+  static constexpr std::int64_t kDefaultRangeS = 3600;
+  static constexpr std::int64_t kRolloutLookbackS = 1800;
+
+  // `store`, `meta` and `clock` must outlive this.
+  CorrelateApi(const store::Store& store, store::MetaDb& meta, const Clock& clock)
+      : store_(store), meta_(meta), clock_(clock) {}
+
+  // Answers GET /api/v1/correlate; false (response untouched) for other paths.
+  bool Handle(const net::HttpRequest& request, net::HttpResponse& response) const;
+
+ private:
+  const store::Store& store_;
+  store::MetaDb& meta_;
+  const Clock& clock_;
+};
+
+}  // namespace gpucanary::daemon
