@@ -379,13 +379,24 @@ std::vector<Episode> FindEpisodes(const FleetSeries& fleet) {
       mine.push_back(std::move(e));
     }
     for (Episode& e : mine) {
+      // One change per metric: a harmful one before a harmless one, then the
+      // closest to the onset (the episode's own change, never a metric's
+      // earlier move the other way).
+      std::vector<const Change*> near;
       for (const Change& c : all) {
         const std::size_t lo = e.bucket > link ? e.bucket - link : 0;
-        if (c.bucket >= lo && c.bucket <= e.bucket + link) {
-          bool same = false;
-          for (const Change& have : e.changes) same |= have.metric == c.metric;
-          if (!same) e.changes.push_back(c);
-        }
+        if (c.bucket >= lo && c.bucket <= e.bucket + link) near.push_back(&c);
+      }
+      const auto distance = [&](const Change* c) {
+        return c->bucket > e.bucket ? c->bucket - e.bucket : e.bucket - c->bucket;
+      };
+      std::stable_sort(near.begin(), near.end(), [&](const Change* a, const Change* b) {
+        return std::make_pair(!a->harmful, distance(a)) < std::make_pair(!b->harmful, distance(b));
+      });
+      for (const Change* c : near) {
+        bool same = false;
+        for (const Change& have : e.changes) same |= have.metric == c->metric;
+        if (!same) e.changes.push_back(*c);
       }
       Classify(e, g < fleet.xid_codes.size() ? fleet.xid_codes[g] : 0);
       DateBySignature(e);

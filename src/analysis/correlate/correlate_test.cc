@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -150,6 +151,15 @@ TEST_F(CorrelateFleetTest, AFleetWideHeatWaveIsNoRelease) {
 TEST_F(CorrelateFleetTest, NoHarmlessReleaseIsEverNamed) {
   for (const Regression& r : fleet_report->regressions) {
     for (const Suspect& s : r.suspects) EXPECT_EQ(s.release, "ckpt-18000-fp8") << r.summary;
+  }
+}
+
+TEST_F(CorrelateFleetTest, EveryRegressionIsHeadedByAMetricThatGotWorse) {
+  for (const Regression& r : fleet_report->regressions) {
+    ASSERT_FALSE(r.metric.empty()) << r.summary;
+    ASSERT_FALSE(r.evidence.empty()) << r.summary;
+    EXPECT_EQ(r.evidence.front().metric, r.metric) << r.summary;
+    EXPECT_TRUE(std::isfinite(r.change)) << r.summary;
   }
 }
 
