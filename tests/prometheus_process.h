@@ -154,9 +154,12 @@ class PrometheusProcess {
 
   // The same, with the configuration made for the port Prometheus will
   // listen on (to scrape itself).
+  // `prepare_data` (optional) runs on the empty data directory before
+  // Prometheus starts: to backfill blocks with promtool, say.
   static std::unique_ptr<PrometheusProcess> Start(
       const std::function<std::string(int port)>& config_for_port,
-      const std::vector<std::string>& flags, std::string* error) {
+      const std::vector<std::string>& flags, std::string* error,
+      const std::function<bool(const std::filesystem::path& data_dir)>& prepare_data = {}) {
     namespace fs = std::filesystem;
     if (!fs::exists(kPrometheusBinary)) {
       *error = std::string(kPrometheusBinary) +
@@ -170,6 +173,10 @@ class PrometheusProcess {
     fs::create_directories(p->dir_);
     p->port_ = FreePort();
     std::ofstream(p->dir_ / "prometheus.yml") << config_for_port(p->port_);
+    if (prepare_data && !prepare_data(p->dir_ / "data")) {
+      *error = "preparing the data directory failed";
+      return nullptr;
+    }
     std::vector<std::string> argv = {kPrometheusBinary,
                                      "--config.file=" + (p->dir_ / "prometheus.yml").string(),
                                      "--storage.tsdb.path=" + (p->dir_ / "data").string(),

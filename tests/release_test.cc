@@ -295,7 +295,8 @@ TEST_F(ReleaseTest, CorrelateAsksTheDaemon) {
   EXPECT_THAT(r.err, HasSubstr("give it without --telemetry and --releases"));
   r = Run("correlate --from 1764680000");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("give --telemetry and --releases (files), or --url"));
+  EXPECT_THAT(r.err, HasSubstr("give --telemetry and --releases (files), --prometheus and "
+                               "--releases, or --url (a running daemon)"));
   r = Run("correlate --url " + url + " --output text", env);
   EXPECT_EQ(r.exit_code, 3);
   r = Run("correlate --url not-a-url");

@@ -4,12 +4,15 @@
 // releases that explain them (src/analysis/correlate/correlate.h).
 // gpucanary correlate --url http://daemon:9464 [--from T] [--to T] ...: the
 // same over a running daemon's store and releases (GET /api/v1/correlate).
+// gpucanary correlate --prometheus URL --releases FILE [--from T] [--to T]:
+// the telemetry read from a Prometheus (its raw samples).
 //
-// Exit status: 0 (whatever was found), 1 when the daemon refuses or cannot be
-// reached, 3 bad input or usage (a message on stderr, nothing on stdout).
+// Exit status: 0 (whatever was found), 1 when the daemon or Prometheus refuses
+// or cannot be reached, 3 bad input or usage (a message on stderr, nothing on stdout).
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -21,19 +24,23 @@
 #include <vector>
 
 #include "analysis/correlate/correlate.h"
+#include "analysis/live/series_source.h"
 #include "analysis/replay/replay.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "core/status.h"
 #include "core/time_format.h"
 #include "net/url.h"
+#include "promql/client.h"
 #include "releases/release.h"
+#include "store/matcher.h"
 
 namespace gpucanary::cli {
 namespace {
 
 struct CorrelateArgs {
-  ServerFlags server;  // --url: ask a running daemon instead of reading files
+  ServerFlags server;      // --url: ask a running daemon instead of reading files
+  std::string prometheus;  // --prometheus: read the telemetry from a Prometheus
   std::vector<std::string> telemetry;
   std::string releases;
   std::string from;
@@ -88,9 +95,24 @@ int AskDaemon(const CorrelateArgs& args, CommandContext& ctx) {
       });
 }
 
-// Which input: files, or a daemon (--url), not both.
+// --prometheus: at most this much raw telemetry is read in one go.
+constexpr std::int64_t kMaxPrometheusRangeS = 86400;
+constexpr std::int64_t kDefaultRangeS = 3600;
+
+// Which input: files, a daemon (--url), or a Prometheus and a release file.
 Status CheckSources(const CorrelateArgs& args) {
   const bool files = !args.telemetry.empty() || !args.releases.empty();
+  if (!args.prometheus.empty()) {
+    if (!args.server.url.empty() || !args.telemetry.empty() || args.releases.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--prometheus reads the telemetry: give it with --releases, without "
+                    "--telemetry or --url");
+    }
+    if (auto url = net::ParseHttpUrl(args.prometheus); !url) {
+      return Status(StatusCode::kInvalidArgument, "--prometheus: " + url.error().message());
+    }
+    return Status::Ok();
+  }
   if (!args.server.url.empty()) {
     if (files) {
       return Status(StatusCode::kInvalidArgument,
@@ -108,7 +130,8 @@ Status CheckSources(const CorrelateArgs& args) {
   }
   if (args.telemetry.empty() || args.releases.empty()) {
     return Status(StatusCode::kInvalidArgument,
-                  "give --telemetry and --releases (files), or --url (a running daemon)");
+                  "give --telemetry and --releases (files), --prometheus and --releases, or --url "
+                  "(a running daemon)");
   }
   return Status::Ok();
 }
@@ -144,13 +167,47 @@ Status Run(const CorrelateArgs& args, CommandContext& ctx) {
     ctx.exit_code = AskDaemon(args, ctx);
     return Status::Ok();
   }
+  if (!args.prometheus.empty()) {
+    // A range is needed to ask: the hour before --to (or now) by default.
+    if (!options.to_s) {
+      options.to_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    }
+    if (!options.from_s) options.from_s = *options.to_s - kDefaultRangeS;
+    if (*options.to_s <= *options.from_s ||
+        *options.to_s - *options.from_s > kMaxPrometheusRangeS) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--from/--to: with --prometheus, a range of 1 s to 24 h");
+    }
+  }
   Result<std::vector<releases::Release>> releases = releases::LoadReleasesJsonl(args.releases);
   if (!releases) return releases.error();
-  std::vector<analysis::ReplayInput> inputs;
-  for (const std::string& path : args.telemetry) {
-    inputs.push_back({path, analysis::Role::kBaseline, std::nullopt});
+  Result<std::unique_ptr<analysis::Replay>> replay = Error(StatusCode::kInternal, "no input");
+  if (!args.prometheus.empty()) {
+    // Raw samples of the series the correlation reads, as Prometheus stored
+    // them; a Prometheus that cannot be reached is exit 1, not bad input.
+    auto names =
+        store::Matcher::Make(store::Matcher::Type::kRegex, "__name__",
+                             store::ExactAlternation(analysis::correlate::CorrelateInputNames()));
+    if (!names) return names.error();
+    Result<promql::QueryResult> fetched =
+        promql::QueryRaw(args.prometheus, "{" + names->ToString() + "}", *options.from_s * 1000,
+                         *options.to_s * 1000 - 1);
+    if (!fetched) {
+      ctx.err << "gpucanary correlate: " << fetched.error().message() << "\n";
+      ctx.exit_code = kExitFail;
+      return Status::Ok();
+    }
+    replay = analysis::OpenSeriesReplay(std::move(fetched->series), args.prometheus,
+                                        *options.from_s, *options.to_s);
+  } else {
+    std::vector<analysis::ReplayInput> inputs;
+    for (const std::string& path : args.telemetry) {
+      inputs.push_back({path, analysis::Role::kBaseline, std::nullopt});
+    }
+    replay = analysis::Replay::Open(std::move(inputs));
   }
-  auto replay = analysis::Replay::Open(std::move(inputs));
   if (!replay) return replay.error();
   Result<analysis::correlate::CorrelateReport> report =
       analysis::correlate::Correlate(**replay, *releases, options);
@@ -182,6 +239,10 @@ void RegisterCorrelateCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--releases", args->releases,
                   "Release annotations, one JSON object per line (DESIGN.md §5)")
       ->type_name("FILE");
+  cmd->add_option("--prometheus", args->prometheus,
+                  "Read the telemetry from this Prometheus (raw samples of --from..--to, at most "
+                  "24 h; default the last hour) instead of files")
+      ->type_name("URL");
   AddServerFlags(cmd, args->server, /*required=*/false);
   cmd->add_option("--from", args->from, "Start of the range: Unix seconds or RFC 3339")
       ->type_name("T");

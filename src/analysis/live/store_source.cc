@@ -30,18 +30,16 @@ StoreTickSource::StoreTickSource(const store::Store& store, std::vector<store::M
                                  std::string name, int index, int reorder_window_s,
                                  std::int64_t from_s, SeriesSink& sink,
                                  std::shared_ptr<PrometheusHistory> history)
-    : store_(store),
+    : LabelledTickSource(std::move(name), index, sink),
+      store_(store),
       matchers_(std::move(matchers)),
-      name_(std::move(name)),
-      index_(index),
       window_(std::max(0, reorder_window_s)),
-      sink_(sink),
       next_(from_s),
       history_(std::move(history)) {}
 
 void StoreTickSource::SetReadyThrough(std::int64_t tick) { ready_ = std::max(ready_, tick); }
 
-Result<std::uint32_t> StoreTickSource::SeriesOf(const store::Labels& labels) {
+Result<std::uint32_t> LabelledTickSource::SeriesOf(const store::Labels& labels) {
   const std::uint64_t hash = FlatHashMap<std::uint32_t>::NonZero(store::LabelsHash(labels));
   bool inserted = false;
   std::uint32_t& slot = series_ids_.FindOrInsert(hash, inserted);
@@ -65,7 +63,7 @@ Result<std::uint32_t> StoreTickSource::SeriesOf(const store::Labels& labels) {
   return *id;
 }
 
-void StoreTickSource::FileSample(std::uint32_t index, std::int64_t t_ms, double value) {
+void LabelledTickSource::FileSample(std::uint32_t index, std::int64_t t_ms, double value) {
   ReplayStats& stats = sink_.mutable_stats();
   ++stats.samples;
   if (index == kIgnoredSeries) {

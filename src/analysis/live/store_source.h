@@ -44,7 +44,30 @@
 
 namespace gpucanary::analysis {
 
-class StoreTickSource final : public TickSource {
+// A source whose series arrive as label sets (the store's, a Prometheus's):
+// interns each label set once in the replay's series table (metric types
+// inferred as the comment above says) and files samples under their ticks,
+// NaN and DCGM blanks as no data.
+class LabelledTickSource : public TickSource {
+ protected:
+  // Input `index` of the replay whose series table is `sink`; `name` names
+  // it in messages.
+  LabelledTickSource(std::string name, int index, SeriesSink& sink)
+      : name_(std::move(name)), index_(index), sink_(sink) {}
+
+  // The replay series of `labels` (with __name__), interned on first sight.
+  Result<std::uint32_t> SeriesOf(const store::Labels& labels);
+  void FileSample(std::uint32_t index, std::int64_t t_ms, double value);
+
+  std::string name_;
+  int index_;
+  SeriesSink& sink_;
+
+ private:
+  FlatHashMap<std::uint32_t> series_ids_;  // LabelsHash -> replay series
+};
+
+class StoreTickSource final : public LabelledTickSource {
  public:
   // Reads the series matching `matchers` from second `from_s` on, as input
   // `index` of the replay whose series table is `sink`.
@@ -69,23 +92,16 @@ class StoreTickSource final : public TickSource {
   static constexpr std::int64_t kSliceSeconds = 16;
 
  private:
-  // The replay series of `labels`, interned on first sight.
-  Result<std::uint32_t> SeriesOf(const store::Labels& labels);
-  void FileSample(std::uint32_t index, std::int64_t t_ms, double value);
   // Files the history's samples of seconds up to `last` that come before
   // their host's first second in the store (`result` is this slice's).
   Status FileHistory(const store::QueryResult& result, std::int64_t last);
 
   const store::Store& store_;
   std::vector<store::Matcher> matchers_;
-  std::string name_;
-  int index_;
   int window_;
-  SeriesSink& sink_;
   std::int64_t next_;             // first second not read yet
   std::int64_t ready_ = kNoTick;  // last second that may be read
   bool closed_ = false;
-  FlatHashMap<std::uint32_t> series_ids_;  // LabelsHash -> replay series
 
   std::shared_ptr<PrometheusHistory> history_;  // null once past its window
   struct HistoryCursor {
