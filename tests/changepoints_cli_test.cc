@@ -196,6 +196,23 @@ TEST_F(ChangepointsCliTest, OtavaMethodOnTigerBeetle) {
   EXPECT_THAT(flags_without_otava.err, HasSubstr("need --method otava"));
 }
 
+TEST_F(ChangepointsCliTest, OnlineMethodSeesTheStepFromThePastOnly) {
+  std::mt19937_64 rng(3);
+  // A 10-sigma step at 300, with a missing sample (an empty value) before it.
+  const std::string csv =
+      "value\n" + Values(rng, 200, 50) + "\n" + Values(rng, 99, 50) + Values(rng, 300, 60);
+  const RunResult r = Run("--input - --method online", csv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::size_t> points = ChangePoints(r);
+  ASSERT_EQ(points.size(), 1u) << r.out;
+  // Its estimate of where the new level began: within a few samples.
+  EXPECT_NEAR(static_cast<double>(points[0]), 300.0, 3.0);
+  // Noise alone: no change.
+  const RunResult quiet = Run("--input - --method online", "value\n" + Values(rng, 1000, 50));
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_TRUE(ChangePoints(quiet).empty()) << quiet.out;
+}
+
 TEST_F(ChangepointsCliTest, UsageErrorsExitThree) {
   EXPECT_EQ(Run("").exit_code, 3);  // --input is required
   EXPECT_EQ(Run("--input - --method nope", "value\n1\n").exit_code, 3);

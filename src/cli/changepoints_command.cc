@@ -1,5 +1,5 @@
 // gpucanary changepoints --input FILE [--column NAME | --series SELECTOR]
-//   [--method pelt|otava] [--output json|text]: where one series' level
+//   [--method pelt|otava|online] [--output json|text]: where one series' level
 // changes for good (docs/cli.md, src/analysis/cpd/cpd.h).
 //
 // The series comes from a CSV with a header, or, with --series, from a
@@ -469,9 +469,23 @@ Status Run(const ChangepointsArgs& args, CommandContext& ctx) {
   if (Status flags = CheckFlags(args); !flags.ok()) return flags;
   Result<Series> series = args.series.empty() ? ReadCsv(args) : ReadTelemetry(args);
   if (!series) return series.error();
-  const std::vector<std::size_t> points = args.method == "otava"
-                                              ? cpd::OtavaChangePoints(series->values, args.otava)
-                                              : cpd::Segment(series->values);
+  std::vector<std::size_t> points;
+  if (args.method == "otava") {
+    points = cpd::OtavaChangePoints(series->values, args.otava);
+  } else if (args.method == "online") {
+    // Sample by sample, as a live stream would arrive: each change the
+    // detector confirms, at the index it estimates the new level began.
+    cpd::OnlineDetector detector;
+    for (double v : series->values) {
+      if (std::optional<cpd::OnlineChange> c = detector.Add(v)) {
+        if (c->index > 0 && (points.empty() || c->index > points.back())) {
+          points.push_back(c->index);
+        }
+      }
+    }
+  } else {
+    points = cpd::Segment(series->values);
+  }
   if (args.output == "text") {
     PrintText(*series, points, ctx.out);
   } else {
@@ -502,8 +516,10 @@ void RegisterChangepointsCommand(CLI::App& app, CommandContext& ctx) {
                   "Selector of the one telemetry series, e.g. "
                   "'{__name__=\"DCGM_FI_DEV_SM_CLOCK\",Hostname=\"node-4\",gpu=\"0\"}'")
       ->type_name("SELECTOR");
-  cmd->add_option("--method", args->method, "pelt (default: cpd::Segment) or otava")
-      ->check(CLI::IsMember({"pelt", "otava"}));
+  cmd->add_option("--method", args->method,
+                  "pelt (default: cpd::Segment), otava, or online (cpd::OnlineDetector, one "
+                  "sample at a time)")
+      ->check(CLI::IsMember({"pelt", "otava", "online"}));
   CLI::Option* window = cmd->add_option("--window-len", args->otava.window_len,
                                         "otava: samples per split window (default 50)")
                             ->check(CLI::Range(std::size_t{2}, std::size_t{1'000'000}));
