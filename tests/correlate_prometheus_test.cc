@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cli_harness.h"
+#include "net/http_client.h"
 #include "prometheus_process.h"
 
 namespace {
@@ -88,6 +89,37 @@ TEST_F(CorrelatePrometheusTest, BlamesTheReleaseFromAPrometheusBackfill) {
                         " --releases " + (dir_ / "out" / "releases.jsonl").string() + range);
   ASSERT_EQ(files.exit_code, 0) << files.err;
   EXPECT_EQ(nlohmann::json::parse(files.out)["regressions"].size(), j["regressions"].size());
+
+  // The daemon asked for the same range from the Prometheus of
+  // canary.history_prometheus (its store is empty): the same regressions,
+  // with the releases announced to it.
+  std::ofstream(dir_ / "serve.yaml") << "listen: 127.0.0.1:0\n"
+                                        "storage: {path: data}\n"
+                                        "canary:\n  history_prometheus: {url: \""
+                                     << prometheus->url() << "\"}\n";
+  std::unique_ptr<gpucanary::test::ChildProcess> serve;
+  const std::string daemon = gpucanary::test::StartServeChild(
+      GPUCANARY_BIN, dir_, dir_ / "serve.yaml", "serve.log", serve);
+  ASSERT_FALSE(daemon.empty()) << gpucanary::testing::Slurp(dir_ / "serve.log");
+  std::ifstream releases(dir_ / "out" / "releases.jsonl");
+  for (std::string line; std::getline(releases, line);) {
+    gpucanary::net::FetchOptions post;
+    post.method = "POST";
+    post.content_type = "application/json";
+    post.body = line;
+    auto posted = gpucanary::net::Fetch(daemon + "/api/v1/releases", post);
+    ASSERT_TRUE(posted.has_value());
+    ASSERT_LT(posted->status, 300) << posted->body;
+  }
+  auto answer = gpucanary::net::Fetch(
+      daemon + "/api/v1/correlate?source=prometheus&from=" + std::to_string(kStart) +
+      "&to=" + std::to_string(kStart + 700));
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const nlohmann::json via_daemon = nlohmann::json::parse(answer->body)["data"];
+  EXPECT_EQ(via_daemon["regressions"].size(), j["regressions"].size()) << answer->body;
+  EXPECT_EQ(via_daemon["gpus"], 12);
+  serve.reset();
 
   // Prometheus gone: exit 1 with the client's reason; bad flags: exit 3.
   const std::string url = prometheus->url();

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "analysis/correlate/correlate.h"
-#include "analysis/live/series_source.h"
+#include "analysis/correlate/sources.h"
 #include "analysis/replay/replay.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
@@ -187,20 +187,13 @@ Status Run(const CorrelateArgs& args, CommandContext& ctx) {
   if (!args.prometheus.empty()) {
     // Raw samples of the series the correlation reads, as Prometheus stored
     // them; a Prometheus that cannot be reached is exit 1, not bad input.
-    auto names =
-        store::Matcher::Make(store::Matcher::Type::kRegex, "__name__",
-                             store::ExactAlternation(analysis::correlate::CorrelateInputNames()));
-    if (!names) return names.error();
-    Result<promql::QueryResult> fetched =
-        promql::QueryRaw(args.prometheus, "{" + names->ToString() + "}", *options.from_s * 1000,
-                         *options.to_s * 1000 - 1);
-    if (!fetched) {
-      ctx.err << "gpucanary correlate: " << fetched.error().message() << "\n";
+    replay = analysis::correlate::FetchPrometheusReplay(args.prometheus, {}, *options.from_s,
+                                                        *options.to_s);
+    if (!replay) {
+      ctx.err << "gpucanary correlate: " << replay.error().message() << "\n";
       ctx.exit_code = kExitFail;
       return Status::Ok();
     }
-    replay = analysis::OpenSeriesReplay(std::move(fetched->series), args.prometheus,
-                                        *options.from_s, *options.to_s);
   } else {
     std::vector<analysis::ReplayInput> inputs;
     for (const std::string& path : args.telemetry) {

@@ -7,11 +7,10 @@
 #include <vector>
 
 #include "analysis/correlate/correlate.h"
-#include "analysis/live/store_source.h"
+#include "analysis/correlate/sources.h"
 #include "daemon/query_api.h"
 #include "net/url.h"
 #include "releases/release.h"
-#include "store/matcher.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -33,6 +32,7 @@ struct Params {
   std::int64_t from_s = 0;
   std::int64_t to_s = 0;
   analysis::correlate::CorrelateOptions options;
+  bool prometheus = false;
   std::optional<std::string> error;
 };
 
@@ -63,6 +63,13 @@ Params ReadParams(std::string_view query, std::int64_t now_ms) {
         return out;
       }
       out.options.resolution_s = s;
+    } else if (name == "source") {
+      if (value != "store" && value != "prometheus") {
+        out.error =
+            "invalid parameter \"source\": expected store or prometheus, got \"" + value + "\"";
+        return out;
+      }
+      out.prometheus = value == "prometheus";
     } else if (name == "min_score") {
       double x = 0;
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
@@ -80,6 +87,8 @@ Params ReadParams(std::string_view query, std::int64_t now_ms) {
   } else if (out.to_s - out.from_s > CorrelateApi::kMaxRangeS) {
     out.error = "range too long: at most " + std::to_string(CorrelateApi::kMaxRangeS / 86400) +
                 " days between \"from\" and \"to\"";
+  } else if (out.prometheus && out.to_s - out.from_s > CorrelateApi::kMaxPrometheusRangeS) {
+    out.error = "range too long: at most 24 hours between \"from\" and \"to\" from a Prometheus";
   }
   out.options.from_s = out.from_s;
   out.options.to_s = out.to_s;
@@ -121,24 +130,23 @@ bool CorrelateApi::Handle(const net::HttpRequest& request, net::HttpResponse& re
     }
   }
 
-  auto names =
-      store::Matcher::Make(store::Matcher::Type::kRegex, "__name__",
-                           store::ExactAlternation(analysis::correlate::CorrelateInputNames()));
-  if (!names) {
-    Fail(response, 500, "internal", names.error().message());
+  if (params.prometheus && prometheus_.url.empty()) {
+    Fail(response, 400, "bad_data",
+         "source=prometheus: no Prometheus configured (canary.history_prometheus.url)");
     return true;
   }
-  std::vector<analysis::StoreTickSource*> sources;
-  auto replay = analysis::OpenStoreReplay(
-      store_, {{"the store", analysis::Role::kBaseline, {*names}, nullptr}}, params.from_s,
-      &sources);
+  Result<std::unique_ptr<analysis::Replay>> replay =
+      params.prometheus
+          ? analysis::correlate::FetchPrometheusReplay(prometheus_.url, prometheus_.client,
+                                                       params.from_s, params.to_s)
+          : analysis::correlate::OpenStoreCorrelationReplay(store_, params.from_s, params.to_s);
   if (!replay) {
-    Fail(response, 500, "internal", replay.error().message());
+    if (params.prometheus) {
+      Fail(response, 502, "unavailable", replay.error().message());
+    } else {
+      Fail(response, 500, "internal", replay.error().message());
+    }
     return true;
-  }
-  for (analysis::StoreTickSource* s : sources) {
-    s->SetReadyThrough(params.to_s - 1);
-    s->Close();
   }
   Result<analysis::correlate::CorrelateReport> report =
       analysis::correlate::Correlate(**replay, log, params.options);

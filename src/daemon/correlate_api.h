@@ -3,11 +3,14 @@
 // "Correlation"): DESIGN.md §7 over the daemon's own store and the releases
 // it was told about.
 //
-//   GET /api/v1/correlate?from=T&to=T[&resolution=S][&min_score=X]
+//   GET /api/v1/correlate?from=T&to=T[&resolution=S][&min_score=X][&source=store|prometheus]
 //       from, to: Unix seconds or RFC 3339 (default: the last hour);
-//       at most kMaxRangeS apart.
+//       at most kMaxRangeS apart (kMaxPrometheusRangeS from a Prometheus).
+//       source: the daemon's store (default), or the Prometheus of
+//       `canary.history_prometheus` (its raw samples).
 //   200 {"status":"success","data":{"regressions":[...], ...}} (correlate.h's JSON)
 //   400 {"status":"error","errorType":"bad_data","error":"..."} for a bad parameter
+//   502 {"status":"error","errorType":"unavailable",...} when the Prometheus fails
 //
 // The releases are the stored annotations that started from kRolloutLookbackS
 // before `from` up to `to` (a release started just before the range may
@@ -18,6 +21,7 @@
 
 #include <cstdint>
 
+#include "canary/history.h"
 #include "core/clock.h"
 #include "net/http_message.h"
 #include "store/meta_db.h"
@@ -29,11 +33,14 @@ class CorrelateApi {
  public:
   static constexpr std::int64_t kMaxRangeS = std::int64_t{7} * 86400;
   static constexpr std::int64_t kDefaultRangeS = 3600;
+  static constexpr std::int64_t kMaxPrometheusRangeS = 86400;
   static constexpr std::int64_t kRolloutLookbackS = 1800;
 
-  // `store`, `meta` and `clock` must outlive this.
-  CorrelateApi(const store::Store& store, store::MetaDb& meta, const Clock& clock)
-      : store_(store), meta_(meta), clock_(clock) {}
+  // `store`, `meta` and `clock` must outlive this; `prometheus.url` empty:
+  // source=prometheus is refused.
+  CorrelateApi(const store::Store& store, store::MetaDb& meta, const Clock& clock,
+               canary::HistoryPrometheusOptions prometheus = {})
+      : store_(store), meta_(meta), clock_(clock), prometheus_(std::move(prometheus)) {}
 
   // Answers GET /api/v1/correlate; false (response untouched) for other paths.
   bool Handle(const net::HttpRequest& request, net::HttpResponse& response) const;
@@ -42,6 +49,7 @@ class CorrelateApi {
   const store::Store& store_;
   store::MetaDb& meta_;
   const Clock& clock_;
+  canary::HistoryPrometheusOptions prometheus_;
 };
 
 }  // namespace gpucanary::daemon

@@ -136,7 +136,9 @@ TEST_F(CorrelateApiTest, BadParametersAre400WithTheReason) {
                         Case{"from=0&to=" + std::to_string(kSimStart), "range too long"},
                         Case{from + "&resolution=0", "invalid parameter \"resolution\""},
                         Case{from + "&min_score=2", "invalid parameter \"min_score\""},
-                        Case{"from=%zz", "bad query string"}}) {
+                        Case{"from=%zz", "bad query string"},
+                        Case{from + "&source=thanos", "invalid parameter \"source\""},
+                        Case{from + "&source=prometheus", "no Prometheus configured"}}) {
     const net::HttpResponse r = Get(c.query);
     EXPECT_EQ(r.status, 400) << c.query;
     const nlohmann::json j = nlohmann::json::parse(r.body);

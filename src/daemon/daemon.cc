@@ -88,7 +88,8 @@ Status Daemon::Impl::Start() {
   meta_ = std::move(*meta);
 
   query_ = std::make_unique<QueryApi>(*store_, clock_);
-  correlate_ = std::make_unique<CorrelateApi>(*store_, *meta_, clock_);
+  correlate_ =
+      std::make_unique<CorrelateApi>(*store_, *meta_, clock_, config_.canary.history_prometheus);
   auth_ = std::make_unique<BearerAuth>(config_.auth);
   releases_ =
       std::make_unique<ReleaseApi>(*meta_, clock_, config_.releases, config_.publish, options_.log);
