@@ -29,7 +29,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "core/status.h"
-#include "core/time_format.h"
+#include "daemon/query_api.h"
 #include "net/url.h"
 #include "promql/client.h"
 #include "releases/release.h"
@@ -50,21 +50,16 @@ struct CorrelateArgs {
   std::string output = "json";
 };
 
-// Unix seconds (fractions rounded down) or RFC 3339.
+// Unix seconds (fractions rounded down) or RFC 3339: the daemon's API
+// grammar (daemon::ParseApiTime), in whole seconds.
 Result<std::int64_t> ParseTime(std::string_view flag, std::string_view text) {
-  double seconds = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
-  if (ec == std::errc() && ptr == end && std::isfinite(seconds) && std::abs(seconds) < 1e11) {
-    return static_cast<std::int64_t>(std::floor(seconds));
-  }
-  if (const std::optional<std::int64_t> ms = ParseRfc3339Millis(text)) {
-    return *ms >= 0 ? *ms / 1000 : -((-*ms + 999) / 1000);
-  }
+  const std::optional<std::int64_t> ms = daemon::ParseApiTime(text);
+  constexpr std::int64_t kMaxMs = std::int64_t{100'000'000'000} * 1000;  // 1e11 s
+  if (ms && *ms > -kMaxMs && *ms < kMaxMs) return *ms >= 0 ? *ms / 1000 : -((-*ms + 999) / 1000);
   return Error(StatusCode::kInvalidArgument,
                std::string(flag) + ": expected Unix seconds (1764680060) or RFC 3339 " +
                    "(2026-12-02T13:00:00Z), got '" + std::string(text) + "'" +
-                   (ec == std::errc() && ptr == end ? " (milliseconds? give seconds)" : ""));
+                   (ms ? " (milliseconds? give seconds)" : ""));
 }
 
 // --url: the daemon's GET /api/v1/correlate over its store and releases;
