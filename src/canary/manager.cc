@@ -208,6 +208,18 @@ Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
     return Error(StatusCode::kAlreadyExists,
                  "release " + request.release_id + " already has a canary");
   }
+  // A release announced after its canary's whole window has passed (a log
+  // replayed into the daemon, a backdated annotation) is not judged live:
+  // its verdict would be final at once, over a window that may reach far
+  // back. After the fact is the correlation's question.
+  const double age_s = static_cast<double>(now) / 1000.0 - request.started_at;
+  if (age_s > static_cast<double>(options_.duration_s)) {
+    return Error(StatusCode::kFailedPrecondition,
+                 "release " + request.release_id + " started " +
+                     std::to_string(static_cast<std::int64_t>(age_s)) +
+                     " s ago, past the canary's duration (" + std::to_string(options_.duration_s) +
+                     " s): not judged live; GET /api/v1/correlate answers after the fact");
+  }
   std::vector<std::string> baseline = PickBaseline(canary, now);
   auto built = Build(request.release_id, request.release_id, request.started_at, canary, baseline);
   if (!built) return Error(built.error());

@@ -98,6 +98,8 @@ class CanaryManager {
   // discovery_window_s. Baseline: other hosts present, with the canary GPUs'
   // modelName, sorted, at most baseline_nodes. Errors: kInvalidArgument when
   // neither targets nor a selector is given or no canary host is found;
+  // kFailedPrecondition for a release that started more than duration_s
+  // ago (not judged live: `correlate` answers after the fact);
   // kAlreadyExists for a release with a canary; MetaDb's errors.
   Result<std::string> Start(const CanaryRequest& request);
 

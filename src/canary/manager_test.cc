@@ -257,5 +257,21 @@ TEST_F(CanaryManagerTest, ReleasesWithoutHostsAreRefusedWithAReason) {
   EXPECT_NE(empty.error().message().find("matches no host"), std::string::npos);
 }
 
+TEST_F(CanaryManagerTest, AReleasePastItsCanaryWindowIsNotJudgedLive) {
+  NewManager();
+  // Started a day before the manager's clock: stored elsewhere, never a
+  // live canary (its verdict would be final at once).
+  auto old = manager_->Start({.release_id = "old",
+                              .started_at = static_cast<double>(clock_.NowMs()) / 1000.0 - 86400,
+                              .targets = {"node-2"},
+                              .selector = {},
+                              .previous = ""});
+  ASSERT_FALSE(old.has_value());
+  EXPECT_EQ(old.error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(old.error().message().find("past the canary's duration"), std::string::npos)
+      << old.error().message();
+  EXPECT_FALSE(manager_->Get("old").has_value());
+}
+
 }  // namespace
 }  // namespace gpucanary::canary
