@@ -1,9 +1,11 @@
 // The gpucanary dashboard: every 2 s, reads the daemon's API (docs/http-api.md)
 // and renders the fleet, the GPU telemetry chart (uPlot, loaded by index.html
-// as the global `uPlot`), the releases and the canaries (canary.js). Plain
+// as the global `uPlot`), the releases and the canaries (canary.js); the
+// correlation view (correlate.js) asks only when a range is chosen. Plain
 // DOM, no framework; text goes in as text nodes, never as HTML.
 
 import { renderCanaries, resizeCanaryCharts, stateBadge } from './canary.js';
+import { initCorrelate } from './correlate.js';
 import {
   $,
   IDLE_BIT,
@@ -263,4 +265,5 @@ window.addEventListener('resize', () => {
 window.addEventListener('hashchange', () => {
   if (!document.hidden) refresh();
 });
+initCorrelate();
 loop();

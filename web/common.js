@@ -26,13 +26,25 @@ export function el(tag, attrs = {}, ...children) {
 // The `data` of a Prometheus-style JSON answer at `path` (relative to the
 // page, so the dashboard also works behind a path-prefixing proxy). With
 // `optional`, a 404 (an endpoint this daemon does not have) gives null.
+// The `data` of a daemon API answer. A failure throws an Error whose
+// `reason` is the daemon's own words when it sent them (a 400 says which
+// parameter is wrong and why), for views that show them.
 export async function getJson(path, { optional = false } = {}) {
   const response = await fetch(path, { cache: 'no-store' });
   if (optional && response.status === 404) return null;
-  if (!response.ok) throw new Error(`${path.split('?')[0]}: HTTP ${response.status}`);
-  const body = await response.json();
-  if (body.status !== 'success') throw new Error(`${path.split('?')[0]}: ${body.error ?? 'error'}`);
-  return body.data;
+  const where = path.split('?')[0];
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    // not JSON: the status says what happened
+  }
+  if (response.ok && body?.status === 'success') return body.data;
+  const error = new Error(
+    response.ok ? `${where}: ${body?.error ?? 'error'}` : `${where}: HTTP ${response.status}`,
+  );
+  error.reason = body?.error ?? `HTTP ${response.status}`;
+  throw error;
 }
 
 export async function getText(path) {

@@ -53,6 +53,7 @@ TEST(DashboardTest, EveryAssetIsTheBytesOfItsSourceFile) {
       {"/assets/app.js", kWeb / "app.js"},
       {"/assets/canary.js", kWeb / "canary.js"},
       {"/assets/common.js", kWeb / "common.js"},
+      {"/assets/correlate.js", kWeb / "correlate.js"},
       {"/assets/style.css", kWeb / "style.css"},
       {"/assets/uPlot.iife.min.js", uplot / "uPlot.iife.min.js"},
       {"/assets/uPlot.min.css", uplot / "uPlot.min.css"},
@@ -83,14 +84,15 @@ TEST(DashboardTest, EveryFileTheIndexLoadsIsServed) {
 TEST(DashboardTest, EveryModuleTheScriptsImportIsServed) {
   const std::regex import(R"re(from '\./([^']+\.js)')re");
   int imports = 0;
-  for (const char* script : {"app.js", "canary.js", "common.js"}) {
+  for (const char* script : {"app.js", "canary.js", "common.js", "correlate.js"}) {
     const std::string text = ReadFile(kWeb / script);
     for (auto it = std::sregex_iterator(text.begin(), text.end(), import);
          it != std::sregex_iterator(); ++it, ++imports) {
       EXPECT_NE(FindAsset("/assets/" + (*it)[1].str()), nullptr) << script << ": " << (*it)[1];
     }
   }
-  EXPECT_EQ(imports, 3);  // app.js: canary.js, common.js; canary.js: common.js
+  // app.js: canary.js, correlate.js, common.js; canary.js, correlate.js: common.js
+  EXPECT_EQ(imports, 5);
 }
 
 TEST(DashboardTest, EtagsAreStrongAndDistinct) {
