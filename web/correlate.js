@@ -7,7 +7,8 @@
 // the evidence; then the releases considered and where each arrived.
 //
 // The address `#correlate?from=T&to=T` (Unix seconds or RFC 3339, as the API
-// takes them; `resolution` and `min_score` pass through too) opens the view
+// takes them; `resolution`, `min_score` and `source=prometheus` pass
+// through too) opens the view
 // with that range and asks at once; the button writes the range there. The
 // correlation runs on the daemon's HTTP thread, so it is asked once per
 // range, never on the page's 2 s refresh. A number the daemon leaves out
@@ -17,7 +18,8 @@ import { $, clockTime, dateTime, el, getJson, isoTime, setText } from './common.
 
 const DEFAULT_RANGE_S = 3600; // the last hour, as the API's own default
 const DEFAULT_MIN_SCORE = 0.5; // the API's: a release is named a suspect from this score
-const PASSED_ON = ['from', 'to', 'resolution', 'min_score'];
+const PASSED_ON = ['from', 'to', 'resolution', 'min_score', 'source'];
+const KEPT = PASSED_ON.slice(2); // kept when the picker asks a new range
 const MAX_LISTED = 8; // GPUs and arrivals listed before "and N more"
 const DASH = '—';
 
@@ -375,7 +377,7 @@ export function initCorrelate() {
     const from = secondsOf($('correlate-from').value);
     const to = secondsOf($('correlate-to').value);
     const params = new URLSearchParams({ from: String(Math.floor(from)), to: String(Math.floor(to)) });
-    for (const key of ['resolution', 'min_score']) {
+    for (const key of KEPT) {
       const kept = paramsFromHash()?.get(key);
       if (kept != null) params.set(key, kept);
     }
