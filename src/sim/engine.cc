@@ -5,7 +5,7 @@
 #include <functional>
 #include <utility>
 
-#include "sim/dcgm_render.h"
+#include "dcgm/exposition.h"
 #include "sim/vllm_render.h"
 
 namespace gpucanary::sim {
@@ -328,8 +328,9 @@ void Engine::StepGpus() {
     const SimNode& node = fleet_.nodes()[i];
     for (std::size_t g = 0; g < n.gpu_faults.size(); ++g) {
       if (n.gpu_faults[g].xid != kLostXid || n.lost_at_ms[g] >= 0) continue;
-      const Readings r = node.gpus[g].model.Read();
-      if (r.Get(SimField::kXidErrors).value_or(0) == kLostXid) n.lost_at_ms[g] = now_ms();
+      const dcgm::Readings r = node.gpus[g].model.Read();
+      if (r.Get(dcgm::ExporterField::kXidErrors).value_or(0) == kLostXid)
+        n.lost_at_ms[g] = now_ms();
     }
   }
 }
@@ -370,8 +371,8 @@ bool Engine::GpuReported(std::size_t node, std::size_t gpu) const {
 
 void Engine::RenderDcgm(std::size_t index, std::string& out) const {
   const SimNode& node = fleet_.nodes().at(index);
-  std::vector<GpuIdentity> ids;
-  std::vector<Readings> readings;
+  std::vector<dcgm::GpuIdentity> ids;
+  std::vector<dcgm::Readings> readings;
   ids.reserve(node.gpus.size());
   readings.reserve(node.gpus.size());
   for (std::size_t g = 0; g < node.gpus.size(); ++g) {
@@ -379,7 +380,7 @@ void Engine::RenderDcgm(std::size_t index, std::string& out) const {
     ids.push_back(node.gpus[g].id);
     readings.push_back(node.gpus[g].model.Read());
   }
-  RenderDcgmExposition(ids, readings, DcgmRenderOptions{}, out);
+  dcgm::RenderDcgmExposition(ids, readings, dcgm::DcgmRenderOptions{}, out);
 }
 
 void Engine::RenderVllm(std::size_t index, std::string& out) const {

@@ -165,18 +165,19 @@ TEST(EngineTest, InjectedFaultsAreNodeScopedAndClearable) {
   std::string text;
   e.RenderDcgm(0, text);
   EXPECT_NE(text.find("DCGM_FI_DEV_PCIE_LINK_WIDTH{gpu=\"0\""), std::string::npos);
-  const Readings r0 = e.fleet().nodes()[0].gpus[0].model.Read();
-  const Readings r2 = e.fleet().nodes()[0].gpus[2].model.Read();
-  EXPECT_EQ(*r0.Get(SimField::kPcieLinkWidth), 8);
-  EXPECT_EQ(*r2.Get(SimField::kPcieLinkWidth), 16);
+  const dcgm::Readings r0 = e.fleet().nodes()[0].gpus[0].model.Read();
+  const dcgm::Readings r2 = e.fleet().nodes()[0].gpus[2].model.Read();
+  EXPECT_EQ(*r0.Get(dcgm::ExporterField::kPcieLinkWidth), 8);
+  EXPECT_EQ(*r2.Get(dcgm::ExporterField::kPcieLinkWidth), 16);
 
   // Clearing GPU 0 keeps GPU 1 faulted: the truth interval splits.
   Result<int> cleared = e.ClearFaults(FaultKind::kPcieDowntrain, {"node-1"}, "0");
   ASSERT_TRUE(cleared.has_value());
   EXPECT_EQ(*cleared, 1);
   RunFor(e, 1);
-  EXPECT_EQ(*e.fleet().nodes()[0].gpus[0].model.Read().Get(SimField::kPcieLinkWidth), 16);
-  EXPECT_EQ(*e.fleet().nodes()[0].gpus[1].model.Read().Get(SimField::kPcieLinkWidth), 8);
+  EXPECT_EQ(*e.fleet().nodes()[0].gpus[0].model.Read().Get(dcgm::ExporterField::kPcieLinkWidth),
+            16);
+  EXPECT_EQ(*e.fleet().nodes()[0].gpus[1].model.Read().Get(dcgm::ExporterField::kPcieLinkWidth), 8);
   ASSERT_TRUE(e.ClearFault((*ids)[0]).ok());
   EXPECT_TRUE(e.active_faults().empty());
   EXPECT_FALSE(e.ClearFault((*ids)[0]).ok());
@@ -230,12 +231,12 @@ events:
   - {at: 30s, fault: hw_slowdown, nodes: [node-2], scope: release}
 )"));
   RunFor(e, 40);
-  const Readings canary = e.fleet().nodes()[1].gpus[0].model.Read();
-  const Readings other = e.fleet().nodes()[0].gpus[0].model.Read();
-  EXPECT_EQ(*canary.Get(SimField::kPcieLinkGen), 4);
-  EXPECT_EQ(*canary.Get(SimField::kPcieLinkWidth), 16);
-  EXPECT_EQ(*other.Get(SimField::kPcieLinkGen), 5);
-  EXPECT_EQ(static_cast<int>(*canary.Get(SimField::kClockEventReasons)) & 0x8, 0x8);
+  const dcgm::Readings canary = e.fleet().nodes()[1].gpus[0].model.Read();
+  const dcgm::Readings other = e.fleet().nodes()[0].gpus[0].model.Read();
+  EXPECT_EQ(*canary.Get(dcgm::ExporterField::kPcieLinkGen), 4);
+  EXPECT_EQ(*canary.Get(dcgm::ExporterField::kPcieLinkWidth), 16);
+  EXPECT_EQ(*other.Get(dcgm::ExporterField::kPcieLinkGen), 5);
+  EXPECT_EQ(static_cast<int>(*canary.Get(dcgm::ExporterField::kClockEventReasons)) & 0x8, 0x8);
   int seen = 0;
   for (const TruthRecord& r : e.Truth()) {
     if (r.type != TruthRecord::kFault) continue;

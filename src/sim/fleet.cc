@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "sim/dcgm_render.h"
+#include "dcgm/exposition.h"
 
 namespace gpucanary::sim {
 namespace {
@@ -36,7 +36,7 @@ void Fleet::AddNode(const std::string& hostname, const GpuProfile& profile, int 
                       gpu_seed & 0xffffffffffffULL));  // NOLINT(google-runtime-int)
     char bus[32];
     std::snprintf(bus, sizeof bus, "00000000:%s:00.0", kBusIds[i % 8]);
-    GpuIdentity id;
+    dcgm::GpuIdentity id;
     id.index = i;
     id.uuid = uuid;
     id.pci_bus_id = bus;
@@ -68,15 +68,15 @@ std::size_t Fleet::gpu_count() const {
 
 void Fleet::RenderNode(std::size_t index, std::string& out) const {
   const SimNode& node = nodes_.at(index);
-  std::vector<GpuIdentity> ids;
-  std::vector<Readings> readings;
+  std::vector<dcgm::GpuIdentity> ids;
+  std::vector<dcgm::Readings> readings;
   ids.reserve(node.gpus.size());
   readings.reserve(node.gpus.size());
   for (const SimGpu& g : node.gpus) {
     ids.push_back(g.id);
     readings.push_back(g.model.Read());
   }
-  RenderDcgmExposition(ids, readings, DcgmRenderOptions{}, out);
+  dcgm::RenderDcgmExposition(ids, readings, dcgm::DcgmRenderOptions{}, out);
 }
 
 }  // namespace gpucanary::sim

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "dcgm/readings.h"
 #include "sim/gpu_model.h"
-#include "sim/readings.h"
 
 namespace gpucanary::sim {
 
 struct SimGpu {
-  GpuIdentity id;
+  dcgm::GpuIdentity id;
   GpuModel model;
 };
 

@@ -195,51 +195,54 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
   }
 }
 
-Readings GpuModel::Read() const {
-  Readings out;
+dcgm::Readings GpuModel::Read() const {
+  dcgm::Readings out;
   const Workload& w = last_work_;
   const Faults& f = last_faults_;
   const double a = activity_;
   const bool busy = !idle_;
-  out.Set(SimField::kSmClock, clock_mhz_);
-  out.Set(SimField::kMemClock, profile_.mem_clock_mhz);
-  out.Set(SimField::kClockEventReasons, static_cast<double>(reasons_));
-  out.Set(SimField::kMemoryTemp, std::round(temp_c_ + 9));
-  out.Set(SimField::kGpuTemp, std::round(temp_c_));
-  out.Set(SimField::kPowerUsage, power_avg_w_);
-  out.Set(SimField::kTotalEnergy, std::floor(energy_mj_));
-  out.Set(SimField::kPowerMgmtLimit, profile_.power_limit_w);
-  out.Set(SimField::kEnforcedPowerLimit, limit_w_);
-  out.Set(SimField::kPcieReplayCounter, std::floor(replays_));
-  out.Set(SimField::kGpuUtil, busy ? std::min(100.0, std::round(160 * a)) : 0);
+  out.Set(dcgm::ExporterField::kSmClock, clock_mhz_);
+  out.Set(dcgm::ExporterField::kMemClock, profile_.mem_clock_mhz);
+  out.Set(dcgm::ExporterField::kClockEventReasons, static_cast<double>(reasons_));
+  out.Set(dcgm::ExporterField::kMemoryTemp, std::round(temp_c_ + 9));
+  out.Set(dcgm::ExporterField::kGpuTemp, std::round(temp_c_));
+  out.Set(dcgm::ExporterField::kPowerUsage, power_avg_w_);
+  out.Set(dcgm::ExporterField::kTotalEnergy, std::floor(energy_mj_));
+  out.Set(dcgm::ExporterField::kPowerMgmtLimit, profile_.power_limit_w);
+  out.Set(dcgm::ExporterField::kEnforcedPowerLimit, limit_w_);
+  out.Set(dcgm::ExporterField::kPcieReplayCounter, std::floor(replays_));
+  out.Set(dcgm::ExporterField::kGpuUtil, busy ? std::min(100.0, std::round(160 * a)) : 0);
   const double dram =
       busy ? std::clamp(a * w.dram_active * std::max(f.dram_thrash, 1.0) * (1 + dram_noise_.x), 0.0,
                         0.95)
            : 0.00001;
-  out.Set(SimField::kMemCopyUtil, std::round(100 * dram));
-  if (last_xid_ > 0) out.Set(SimField::kXidErrors, last_xid_);
-  out.Set(SimField::kPcieMaxLinkGen, profile_.pcie_max_gen);
-  out.Set(SimField::kPcieMaxLinkWidth, profile_.pcie_max_width);
-  out.Set(SimField::kPcieLinkGen, link_gen_);
-  out.Set(SimField::kPcieLinkWidth, link_width_);
+  out.Set(dcgm::ExporterField::kMemCopyUtil, std::round(100 * dram));
+  if (last_xid_ > 0) out.Set(dcgm::ExporterField::kXidErrors, last_xid_);
+  out.Set(dcgm::ExporterField::kPcieMaxLinkGen, profile_.pcie_max_gen);
+  out.Set(dcgm::ExporterField::kPcieMaxLinkWidth, profile_.pcie_max_width);
+  out.Set(dcgm::ExporterField::kPcieLinkGen, link_gen_);
+  out.Set(dcgm::ExporterField::kPcieLinkWidth, link_width_);
   const double used = std::min(w.fb_used_mib, profile_.fb_total_mib - profile_.fb_reserved_mib);
-  out.Set(SimField::kFbFree, profile_.fb_total_mib - profile_.fb_reserved_mib - used);
-  out.Set(SimField::kFbUsed, used);
-  out.Set(SimField::kFbReserved, profile_.fb_reserved_mib);
-  out.Set(SimField::kEccSbeVolTotal, std::floor(sbe_));
-  out.Set(SimField::kEccDbeVolTotal, std::floor(dbe_));
-  out.Set(SimField::kUncorrectableRemappedRows, 0);
-  out.Set(SimField::kCorrectableRemappedRows, 0);
-  out.Set(SimField::kRowRemapFailure, 0);
+  out.Set(dcgm::ExporterField::kFbFree, profile_.fb_total_mib - profile_.fb_reserved_mib - used);
+  out.Set(dcgm::ExporterField::kFbUsed, used);
+  out.Set(dcgm::ExporterField::kFbReserved, profile_.fb_reserved_mib);
+  out.Set(dcgm::ExporterField::kEccSbeVolTotal, std::floor(sbe_));
+  out.Set(dcgm::ExporterField::kEccDbeVolTotal, std::floor(dbe_));
+  out.Set(dcgm::ExporterField::kUncorrectableRemappedRows, 0);
+  out.Set(dcgm::ExporterField::kCorrectableRemappedRows, 0);
+  out.Set(dcgm::ExporterField::kRowRemapFailure, 0);
   const double occupancy = busy ? w.occupancy * std::clamp(f.occupancy_factor, 0.0, 1.0) : 0;
-  out.Set(SimField::kGrEngineActive, busy ? a : 0);
-  out.Set(SimField::kSmActive, busy ? a * w.sm_active : 0);
-  out.Set(SimField::kSmOccupancy, occupancy);
-  out.Set(SimField::kTensorActive, busy ? a * w.tensor_active / std::max(f.dram_thrash, 1.0) : 0);
-  out.Set(SimField::kDramActive, dram);
+  out.Set(dcgm::ExporterField::kGrEngineActive, busy ? a : 0);
+  out.Set(dcgm::ExporterField::kSmActive, busy ? a * w.sm_active : 0);
+  out.Set(dcgm::ExporterField::kSmOccupancy, occupancy);
+  out.Set(dcgm::ExporterField::kTensorActive,
+          busy ? a * w.tensor_active / std::max(f.dram_thrash, 1.0) : 0);
+  out.Set(dcgm::ExporterField::kDramActive, dram);
   const double link_bytes = LaneBytesPerSecond(link_gen_) * link_width_;
-  out.Set(SimField::kPcieRxBytes, std::round(std::min(a * w.pcie_rx_bytes_s, link_bytes)));
-  out.Set(SimField::kPcieTxBytes, std::round(std::min(a * w.pcie_tx_bytes_s, link_bytes)));
+  out.Set(dcgm::ExporterField::kPcieRxBytes,
+          std::round(std::min(a * w.pcie_rx_bytes_s, link_bytes)));
+  out.Set(dcgm::ExporterField::kPcieTxBytes,
+          std::round(std::min(a * w.pcie_tx_bytes_s, link_bytes)));
   return out;
 }
 

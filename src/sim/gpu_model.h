@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <random>
 
+#include "dcgm/readings.h"
 #include "sim/gpu_profile.h"
-#include "sim/readings.h"
 
 namespace gpucanary::sim {
 
@@ -60,7 +60,7 @@ class GpuModel {
   void Step(const Workload& work, const Faults& faults);
 
   // What dcgm-exporter would print now.
-  Readings Read() const;
+  dcgm::Readings Read() const;
 
   // Useful work per second relative to an unconstrained GPU at full speed
   // (1.0): follows the SM clock for the compute-bound share and DRAM

@@ -24,7 +24,7 @@ double Median(std::vector<double> v) {
 // Runs `seconds` of simulated time and returns the value of `field` at each
 // 1 s scrape after the first `warmup` seconds.
 std::vector<double> Scrape(GpuModel& gpu, const Workload& w, const Faults& f, int seconds,
-                           SimField field, int warmup = 60) {
+                           dcgm::ExporterField field, int warmup = 60) {
   std::vector<double> out;
   for (int s = 0; s < seconds; ++s) {
     for (int i = 0; i < 10; ++i) gpu.Step(w, f);
@@ -56,12 +56,12 @@ TEST(GpuModelTest, IdleGpuReportsIdleClockAndReason) {
   Workload idle;
   idle.load = 0;
   for (int i = 0; i < 600; ++i) gpu.Step(idle, Faults{});
-  const Readings r = gpu.Read();
-  EXPECT_EQ(*r.Get(SimField::kSmClock), 345);
-  EXPECT_EQ(*r.Get(SimField::kClockEventReasons), 1);  // GPU idle
-  EXPECT_NEAR(*r.Get(SimField::kPowerUsage), 72, 15);
-  EXPECT_EQ(*r.Get(SimField::kMemClock), 2619);
-  EXPECT_FALSE(r.Get(SimField::kXidErrors).has_value());  // blank until the first XID
+  const dcgm::Readings r = gpu.Read();
+  EXPECT_EQ(*r.Get(dcgm::ExporterField::kSmClock), 345);
+  EXPECT_EQ(*r.Get(dcgm::ExporterField::kClockEventReasons), 1);  // GPU idle
+  EXPECT_NEAR(*r.Get(dcgm::ExporterField::kPowerUsage), 72, 15);
+  EXPECT_EQ(*r.Get(dcgm::ExporterField::kMemClock), 2619);
+  EXPECT_FALSE(r.Get(dcgm::ExporterField::kXidErrors).has_value());  // blank until the first XID
 }
 
 TEST(GpuModelTest, PowerBrakeHoldsClockAt1050WhileBaselineStaysAt1980) {
@@ -72,8 +72,8 @@ TEST(GpuModelTest, PowerBrakeHoldsClockAt1050WhileBaselineStaysAt1980) {
   GpuModel braked(Profile("h100-sxm"), 7);
   Faults brake;
   brake.power_brake = true;
-  const auto base_clock = Scrape(baseline, w, Faults{}, 120, SimField::kSmClock);
-  const auto brake_clock = Scrape(braked, w, brake, 120, SimField::kSmClock);
+  const auto base_clock = Scrape(baseline, w, Faults{}, 120, dcgm::ExporterField::kSmClock);
+  const auto brake_clock = Scrape(braked, w, brake, 120, dcgm::ExporterField::kSmClock);
   EXPECT_EQ(Median(base_clock), 1980);
   EXPECT_EQ(Median(brake_clock), 1050);
   EXPECT_EQ(braked.clock_event_reasons() & 0x88, 0x88u);  // power brake + HW slowdown
@@ -87,15 +87,15 @@ TEST(GpuModelTest, PowerBrakeOnAnIdleGpuStillShows) {
   GpuModel braked(Profile("h100-sxm"), 3);
   Faults brake;
   brake.power_brake = true;
-  const auto clock = Scrape(braked, Workload{}, brake, 30, SimField::kSmClock, 0);
+  const auto clock = Scrape(braked, Workload{}, brake, 30, dcgm::ExporterField::kSmClock, 0);
   EXPECT_EQ(Median(clock), 86);
   EXPECT_EQ(braked.clock_event_reasons(), 0x88u);
-  const auto power = Scrape(braked, Workload{}, brake, 30, SimField::kPowerUsage, 0);
+  const auto power = Scrape(braked, Workload{}, brake, 30, dcgm::ExporterField::kPowerUsage, 0);
   EXPECT_NEAR(Median(power), 72, 6);
   GpuModel slowed(Profile("h100-sxm"), 3);
   Faults slowdown;
   slowdown.hw_slowdown = true;
-  Scrape(slowed, Workload{}, slowdown, 5, SimField::kSmClock, 0);
+  Scrape(slowed, Workload{}, slowdown, 5, dcgm::ExporterField::kSmClock, 0);
   EXPECT_EQ(slowed.clock_event_reasons(), 0x8u);
 }
 
@@ -105,8 +105,9 @@ TEST(GpuModelTest, BoardsDifferSlightlyAndCarryAReplayHistory) {
   double min_power = 1e9, max_power = 0, min_replays = 1e9, max_replays = 0;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     GpuModel g(Profile("h100-sxm"), seed);
-    const double p = Median(Scrape(g, Workload{}, Faults{}, 60, SimField::kPowerUsage, 0));
-    const double replays = *g.Read().Get(SimField::kPcieReplayCounter);
+    const double p =
+        Median(Scrape(g, Workload{}, Faults{}, 60, dcgm::ExporterField::kPowerUsage, 0));
+    const double replays = *g.Read().Get(dcgm::ExporterField::kPcieReplayCounter);
     min_power = std::min(min_power, p);
     max_power = std::max(max_power, p);
     min_replays = std::min(min_replays, replays);
@@ -133,14 +134,14 @@ TEST(GpuModelTest, PowerCapReproducesTheMeasuredH100PcieClocks) {
   unconstrained.memory_bound = 0;  // a GEMM is compute-bound
   unconstrained.dynamic_power_w = 200;
   GpuModel reference(Profile("h100-pcie"), 3);
-  Scrape(reference, unconstrained, Faults{}, 70, SimField::kSmClock);
+  Scrape(reference, unconstrained, Faults{}, 70, dcgm::ExporterField::kSmClock);
   const double full_speed = reference.throughput();
   for (const Case& c : cases) {
     Workload w = unconstrained;
     w.dynamic_power_w = c.dynamic_w;
     GpuModel gpu(Profile("h100-pcie"), 3);
-    const double clock = Median(Scrape(gpu, w, Faults{}, 120, SimField::kSmClock));
-    const double power = Median(Scrape(gpu, w, Faults{}, 60, SimField::kPowerUsage, 0));
+    const double clock = Median(Scrape(gpu, w, Faults{}, 120, dcgm::ExporterField::kSmClock));
+    const double power = Median(Scrape(gpu, w, Faults{}, 60, dcgm::ExporterField::kPowerUsage, 0));
     EXPECT_NEAR(clock, c.measured_mhz, 0.04 * c.measured_mhz) << c.dynamic_w;
     EXPECT_NEAR(power, 350, 0.02 * 350) << c.dynamic_w;
     EXPECT_TRUE(gpu.clock_event_reasons() & 0x4) << c.dynamic_w;
@@ -157,13 +158,14 @@ TEST(GpuModelTest, NoiseIsAutocorrelatedLikeRealTraces) {
   w.load = 0.45;
   w.dynamic_power_w = 300;
   GpuModel gpu(Profile("h100-sxm"), 11);
-  const auto power = Scrape(gpu, w, Faults{}, 2000, SimField::kPowerUsage);
+  const auto power = Scrape(gpu, w, Faults{}, 2000, dcgm::ExporterField::kPowerUsage);
   const double ac1 = Lag1Autocorrelation(power);
   EXPECT_GT(ac1, 0.3);
   EXPECT_LT(ac1, 0.65);
   EXPECT_GT(StdDev(power), 1.0);
   GpuModel again(Profile("h100-sxm"), 11);
-  const double sm_ac1 = Lag1Autocorrelation(Scrape(again, w, Faults{}, 2000, SimField::kSmActive));
+  const double sm_ac1 =
+      Lag1Autocorrelation(Scrape(again, w, Faults{}, 2000, dcgm::ExporterField::kSmActive));
   EXPECT_GT(sm_ac1, 0.2);
   EXPECT_LT(sm_ac1, 0.6);
 
@@ -171,7 +173,7 @@ TEST(GpuModelTest, NoiseIsAutocorrelatedLikeRealTraces) {
   heavy.load = 1;
   heavy.dynamic_power_w = 900;
   GpuModel capped(Profile("h100-sxm"), 11);
-  const auto capped_power = Scrape(capped, heavy, Faults{}, 600, SimField::kPowerUsage);
+  const auto capped_power = Scrape(capped, heavy, Faults{}, 600, dcgm::ExporterField::kPowerUsage);
   EXPECT_LT(StdDev(capped_power), 6.0);
   EXPECT_NEAR(Median(capped_power), 693, 7);  // t3: 692 W against a 700 W limit
 }
@@ -181,7 +183,7 @@ TEST(GpuModelTest, FailingCoolingTriggersThermalSlowdown) {
   w.load = 1;
   w.dynamic_power_w = 560;  // ~670 W, under the cap
   GpuModel healthy(Profile("h100-sxm"), 5);
-  const auto temp = Scrape(healthy, w, Faults{}, 600, SimField::kGpuTemp, 300);
+  const auto temp = Scrape(healthy, w, Faults{}, 600, dcgm::ExporterField::kGpuTemp, 300);
   EXPECT_GT(Median(temp), 65);  // t3 at 692 W: 65-77 C
   EXPECT_LT(Median(temp), 80);
   EXPECT_EQ(healthy.clock_event_reasons() & 0x60, 0u);
@@ -189,7 +191,7 @@ TEST(GpuModelTest, FailingCoolingTriggersThermalSlowdown) {
   Faults hot;
   hot.cooling_factor = 1.6;
   GpuModel failing(Profile("h100-sxm"), 5);
-  Scrape(failing, w, hot, 600, SimField::kGpuTemp);
+  Scrape(failing, w, hot, 600, dcgm::ExporterField::kGpuTemp);
   EXPECT_NE(failing.clock_event_reasons() & 0x60, 0u);  // SW or HW thermal slowdown
   EXPECT_LT(failing.sm_clock_mhz(), 1980);
   EXPECT_GE(failing.temp_c(), Profile("h100-sxm").slowdown_temp_c - 3);
@@ -204,10 +206,10 @@ TEST(GpuModelTest, PcieDownTrainingHalvesWidthAndBandwidth) {
   GpuModel x8(Profile("h100-sxm"), 9);
   Faults downtrained;
   downtrained.pcie_width = 8;
-  const auto rx16 = Scrape(x16, w, Faults{}, 70, SimField::kPcieRxBytes);
-  const auto rx8 = Scrape(x8, w, downtrained, 70, SimField::kPcieRxBytes);
-  EXPECT_EQ(*x8.Read().Get(SimField::kPcieLinkWidth), 8);
-  EXPECT_EQ(*x8.Read().Get(SimField::kPcieMaxLinkWidth), 16);
+  const auto rx16 = Scrape(x16, w, Faults{}, 70, dcgm::ExporterField::kPcieRxBytes);
+  const auto rx8 = Scrape(x8, w, downtrained, 70, dcgm::ExporterField::kPcieRxBytes);
+  EXPECT_EQ(*x8.Read().Get(dcgm::ExporterField::kPcieLinkWidth), 8);
+  EXPECT_EQ(*x8.Read().Get(dcgm::ExporterField::kPcieMaxLinkWidth), 16);
   EXPECT_NEAR(Median(rx8) / Median(rx16), 0.5, 0.01);
   EXPECT_LT(x8.throughput(), x16.throughput());
 }
@@ -220,9 +222,9 @@ TEST(GpuModelTest, XidAppearsAtItsRateAndStays) {
   f.xid_per_s = 0.5;
   GpuModel gpu(Profile("h200"), 2);
   for (int i = 0; i < 15; ++i) gpu.Step(w, f);
-  EXPECT_FALSE(gpu.Read().Get(SimField::kXidErrors).has_value());
+  EXPECT_FALSE(gpu.Read().Get(dcgm::ExporterField::kXidErrors).has_value());
   for (int i = 0; i < 10; ++i) gpu.Step(w, f);
-  EXPECT_EQ(*gpu.Read().Get(SimField::kXidErrors), 79);
+  EXPECT_EQ(*gpu.Read().Get(dcgm::ExporterField::kXidErrors), 79);
 }
 
 TEST(GpuModelTest, SameSeedSameReadings) {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "dcgm/exposition.h"
 #include "expfmt/reader.h"
-#include "sim/dcgm_render.h"
 #include "sim/gpu_model.h"
 
 namespace gpucanary::sim {
@@ -24,10 +24,10 @@ struct Seen {
 std::map<std::string, Seen> ScrapeNodeWithBrake(int seconds) {
   const GpuProfile& h100 = *FindGpuProfile("h100-sxm");
   std::vector<GpuModel> gpus;
-  std::vector<GpuIdentity> ids;
+  std::vector<dcgm::GpuIdentity> ids;
   for (int i = 0; i < 8; ++i) {
     gpus.emplace_back(h100, 100 + static_cast<std::uint64_t>(i));
-    GpuIdentity id;
+    dcgm::GpuIdentity id;
     id.index = i;
     id.uuid = "GPU-00000000-0000-0000-0000-00000000000" + std::to_string(i);
     id.pci_bus_id = "00000000:5" + std::to_string(i) + ":00.0";
@@ -44,10 +44,10 @@ std::map<std::string, Seen> ScrapeNodeWithBrake(int seconds) {
   for (int step = 0; step < seconds * 10; ++step) {
     for (int i = 0; i < 8; ++i) gpus[static_cast<std::size_t>(i)].Step(w, i < 4 ? brake : Faults{});
   }
-  std::vector<Readings> readings;
+  std::vector<dcgm::Readings> readings;
   for (const GpuModel& g : gpus) readings.push_back(g.Read());
   std::string text;
-  RenderDcgmExposition(ids, readings, DcgmRenderOptions{}, text);
+  dcgm::RenderDcgmExposition(ids, readings, dcgm::DcgmRenderOptions{}, text);
 
   std::map<std::string, Seen> seen;
   const expfmt::ReadReport report =

@@ -9,7 +9,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sim/dcgm_render.h"
+#include "dcgm/exposition.h"
 #include "sim/vllm_render.h"
 
 namespace gpucanary::sim {
@@ -19,13 +19,13 @@ namespace {
 struct GpuLabels {
   std::string gpu;
   std::string device;
-  const GpuIdentity* id;
+  const dcgm::GpuIdentity* id;
   std::array<recording::Label, 7> labels;
 };
 
 Status DeclareDcgmFamilies(recording::RecordingWriter& writer) {
-  for (std::size_t f = 0; f < kSimFieldCount; ++f) {
-    const DcgmFamilyInfo& info = DcgmFamily(static_cast<SimField>(f));
+  for (std::size_t f = 0; f < dcgm::kExporterFieldCount; ++f) {
+    const dcgm::DcgmFamilyInfo& info = dcgm::DcgmFamily(static_cast<dcgm::ExporterField>(f));
     GC_RETURN_IF_ERROR(writer.DeclareFamily(
         info.name,
         info.type == "counter" ? recording::MetricKind::kCounter : recording::MetricKind::kGauge,
@@ -56,14 +56,14 @@ std::vector<GpuLabels> MakeGpuLabels(const Fleet& fleet) {
 }
 
 // Appends the fields of one GPU's readings; returns the samples written.
-Result<std::uint64_t> AppendGpu(const Readings& r, const GpuLabels& l, std::int64_t now_ms,
+Result<std::uint64_t> AppendGpu(const dcgm::Readings& r, const GpuLabels& l, std::int64_t now_ms,
                                 recording::RecordingWriter& writer) {
   std::uint64_t samples = 0;
-  for (std::size_t f = 0; f < kSimFieldCount; ++f) {
+  for (std::size_t f = 0; f < dcgm::kExporterFieldCount; ++f) {
     const std::optional<double>& v = r.values[f];
     if (!v) continue;
-    const DcgmFamilyInfo& info = DcgmFamily(static_cast<SimField>(f));
-    const double value = DcgmExporterValue(info, *v);
+    const dcgm::DcgmFamilyInfo& info = dcgm::DcgmFamily(static_cast<dcgm::ExporterField>(f));
+    const double value = dcgm::DcgmExporterValue(info, *v);
     GC_RETURN_IF_ERROR(writer.Append(info.name, l.labels, value, now_ms));
     ++samples;
   }

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "dcgm/exposition.h"
+#include "dcgm/readings.h"
 #include "expfmt/reader.h"
-#include "sim/dcgm_render.h"
-#include "sim/readings.h"
 #include "sim/vllm_render.h"
 
 namespace gpucanary::sim {
@@ -36,8 +36,8 @@ std::string ReadFileText(const std::string& path) {
 
 // The identity and values of the real L4 scrape
 // (shared/data/dcgm-samples/l4-default-counters-kops.txt).
-GpuIdentity L4Identity() {
-  GpuIdentity gpu;
+dcgm::GpuIdentity L4Identity() {
+  dcgm::GpuIdentity gpu;
   gpu.index = 0;
   gpu.uuid = "GPU-c2f76b33-7953-256e-8f33-1343419b1a1c";
   gpu.pci_bus_id = "00000000:31:00.0";
@@ -47,28 +47,28 @@ GpuIdentity L4Identity() {
   return gpu;
 }
 
-Readings IdleL4() {
-  Readings r;
-  r.Set(SimField::kSmClock, 210);
-  r.Set(SimField::kMemClock, 405);
-  r.Set(SimField::kMemoryTemp, 0);
-  r.Set(SimField::kGpuTemp, 31);
-  r.Set(SimField::kPowerUsage, 16.365);
-  r.Set(SimField::kTotalEnergy, 4742776);
-  r.Set(SimField::kPcieReplayCounter, 0);
-  r.Set(SimField::kGpuUtil, 0);
-  r.Set(SimField::kMemCopyUtil, 0);
-  r.Set(SimField::kFbFree, 22563);
-  r.Set(SimField::kFbUsed, 0);
-  r.Set(SimField::kFbReserved, 470);
-  r.Set(SimField::kUncorrectableRemappedRows, 0);
-  r.Set(SimField::kCorrectableRemappedRows, 0);
-  r.Set(SimField::kRowRemapFailure, 0);
-  r.Set(SimField::kGrEngineActive, 0);
-  r.Set(SimField::kTensorActive, 0);
-  r.Set(SimField::kDramActive, 0);
-  r.Set(SimField::kPcieTxBytes, 112603);
-  r.Set(SimField::kPcieRxBytes, 17544);
+dcgm::Readings IdleL4() {
+  dcgm::Readings r;
+  r.Set(dcgm::ExporterField::kSmClock, 210);
+  r.Set(dcgm::ExporterField::kMemClock, 405);
+  r.Set(dcgm::ExporterField::kMemoryTemp, 0);
+  r.Set(dcgm::ExporterField::kGpuTemp, 31);
+  r.Set(dcgm::ExporterField::kPowerUsage, 16.365);
+  r.Set(dcgm::ExporterField::kTotalEnergy, 4742776);
+  r.Set(dcgm::ExporterField::kPcieReplayCounter, 0);
+  r.Set(dcgm::ExporterField::kGpuUtil, 0);
+  r.Set(dcgm::ExporterField::kMemCopyUtil, 0);
+  r.Set(dcgm::ExporterField::kFbFree, 22563);
+  r.Set(dcgm::ExporterField::kFbUsed, 0);
+  r.Set(dcgm::ExporterField::kFbReserved, 470);
+  r.Set(dcgm::ExporterField::kUncorrectableRemappedRows, 0);
+  r.Set(dcgm::ExporterField::kCorrectableRemappedRows, 0);
+  r.Set(dcgm::ExporterField::kRowRemapFailure, 0);
+  r.Set(dcgm::ExporterField::kGrEngineActive, 0);
+  r.Set(dcgm::ExporterField::kTensorActive, 0);
+  r.Set(dcgm::ExporterField::kDramActive, 0);
+  r.Set(dcgm::ExporterField::kPcieTxBytes, 112603);
+  r.Set(dcgm::ExporterField::kPcieRxBytes, 17544);
   return r;
 }
 
@@ -92,10 +92,10 @@ TEST(DcgmRenderTest, IdleL4MatchesRealScrape) {
     }
     expected.push_back(line);
   }
-  const GpuIdentity gpu = L4Identity();
-  const Readings readings = IdleL4();
+  const dcgm::GpuIdentity gpu = L4Identity();
+  const dcgm::Readings readings = IdleL4();
   std::string out;
-  RenderDcgmExposition({&gpu, 1}, {&readings, 1}, {}, out);
+  dcgm::RenderDcgmExposition({&gpu, 1}, {&readings, 1}, {}, out);
   ASSERT_FALSE(out.empty());
   EXPECT_EQ(out.back(), '\n');
   const std::vector<std::string> got = SplitLines(out);
@@ -104,10 +104,10 @@ TEST(DcgmRenderTest, IdleL4MatchesRealScrape) {
 }
 
 TEST(DcgmRenderTest, ParsesWithOurParser) {
-  const GpuIdentity gpu = L4Identity();
-  const Readings readings = IdleL4();
+  const dcgm::GpuIdentity gpu = L4Identity();
+  const dcgm::Readings readings = IdleL4();
   std::string out;
-  RenderDcgmExposition({&gpu, 1}, {&readings, 1}, {}, out);
+  dcgm::RenderDcgmExposition({&gpu, 1}, {&readings, 1}, {}, out);
   const expfmt::ReadReport report = Parse(out);
   EXPECT_TRUE(report.ok()) << (report.messages.empty() ? "" : report.messages[0]);
   EXPECT_EQ(report.stats.families, 20u);
@@ -115,10 +115,10 @@ TEST(DcgmRenderTest, ParsesWithOurParser) {
   EXPECT_EQ(report.stats.duplicate_samples, 0u);
 }
 
-std::vector<GpuIdentity> EightGpus() {
-  std::vector<GpuIdentity> gpus(8);
+std::vector<dcgm::GpuIdentity> EightGpus() {
+  std::vector<dcgm::GpuIdentity> gpus(8);
   for (int i = 0; i < 8; ++i) {
-    GpuIdentity& g = gpus[static_cast<std::size_t>(i)];
+    dcgm::GpuIdentity& g = gpus[static_cast<std::size_t>(i)];
     g.index = i;
     g.uuid = "GPU-0000000" + std::to_string(i) + "-52bb-bcc1-a8ee-f78c3faa2e2d";
     g.pci_bus_id = "00000000:" + std::to_string(10 + i) + ":00.0";
@@ -129,23 +129,23 @@ std::vector<GpuIdentity> EightGpus() {
   return gpus;
 }
 
-std::vector<Readings> FullReadings(std::size_t n) {
-  std::vector<Readings> all(n);
-  for (Readings& r : all) {
-    for (std::size_t f = 0; f < kSimFieldCount; ++f) r.values[f] = 1.0;
+std::vector<dcgm::Readings> FullReadings(std::size_t n) {
+  std::vector<dcgm::Readings> all(n);
+  for (dcgm::Readings& r : all) {
+    for (std::size_t f = 0; f < dcgm::kExporterFieldCount; ++f) r.values[f] = 1.0;
   }
   return all;
 }
 
 TEST(DcgmRenderTest, EveryFieldOnEightGpusParses) {
-  const std::vector<GpuIdentity> gpus = EightGpus();
-  const std::vector<Readings> readings = FullReadings(gpus.size());
+  const std::vector<dcgm::GpuIdentity> gpus = EightGpus();
+  const std::vector<dcgm::Readings> readings = FullReadings(gpus.size());
   std::string out;
-  RenderDcgmExposition(gpus, readings, {}, out);
+  dcgm::RenderDcgmExposition(gpus, readings, {}, out);
   const expfmt::ReadReport report = Parse(out);
   EXPECT_TRUE(report.ok()) << (report.messages.empty() ? "" : report.messages[0]);
-  EXPECT_EQ(report.stats.families, kSimFieldCount);
-  EXPECT_EQ(report.stats.series, kSimFieldCount * 8);
+  EXPECT_EQ(report.stats.families, dcgm::kExporterFieldCount);
+  EXPECT_EQ(report.stats.series, dcgm::kExporterFieldCount * 8);
   EXPECT_NE(out.find("# TYPE DCGM_FI_DEV_CLOCK_THROTTLE_REASONS gauge\n"), std::string::npos);
   EXPECT_NE(out.find("# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"), std::string::npos);
   EXPECT_NE(out.find("DCGM_FI_DEV_POWER_MGMT_LIMIT{gpu=\"7\""), std::string::npos);
@@ -154,12 +154,13 @@ TEST(DcgmRenderTest, EveryFieldOnEightGpusParses) {
 }
 
 TEST(DcgmRenderTest, BlankFieldsAreSkipped) {
-  const std::vector<GpuIdentity> gpus = EightGpus();
-  std::vector<Readings> readings = FullReadings(gpus.size());
-  readings[3].Clear(SimField::kMemoryTemp);                      // blank on one GPU only
-  for (Readings& r : readings) r.Clear(SimField::kSmOccupancy);  // blank everywhere
+  const std::vector<dcgm::GpuIdentity> gpus = EightGpus();
+  std::vector<dcgm::Readings> readings = FullReadings(gpus.size());
+  readings[3].Clear(dcgm::ExporterField::kMemoryTemp);  // blank on one GPU only
+  for (dcgm::Readings& r : readings)
+    r.Clear(dcgm::ExporterField::kSmOccupancy);  // blank everywhere
   std::string out;
-  RenderDcgmExposition(gpus, readings, {}, out);
+  dcgm::RenderDcgmExposition(gpus, readings, {}, out);
   EXPECT_NE(out.find("DCGM_FI_DEV_MEMORY_TEMP{gpu=\"2\""), std::string::npos);
   EXPECT_EQ(out.find("DCGM_FI_DEV_MEMORY_TEMP{gpu=\"3\""), std::string::npos);
   EXPECT_NE(out.find("DCGM_FI_DEV_MEMORY_TEMP{gpu=\"4\""), std::string::npos);
@@ -167,23 +168,23 @@ TEST(DcgmRenderTest, BlankFieldsAreSkipped) {
   EXPECT_EQ(out.find("DCGM_FI_PROF_SM_OCCUPANCY"), std::string::npos);
   const expfmt::ReadReport report = Parse(out);
   EXPECT_TRUE(report.ok());
-  EXPECT_EQ(report.stats.families, kSimFieldCount - 1);
-  EXPECT_EQ(report.stats.series, (kSimFieldCount - 1) * 8 - 1);
+  EXPECT_EQ(report.stats.families, dcgm::kExporterFieldCount - 1);
+  EXPECT_EQ(report.stats.series, (dcgm::kExporterFieldCount - 1) * 8 - 1);
 }
 
 TEST(DcgmRenderTest, XidLabelsInSortedAttributePosition) {
-  std::vector<GpuIdentity> gpus = EightGpus();
+  std::vector<dcgm::GpuIdentity> gpus = EightGpus();
   gpus.resize(2);
   gpus[1].container = "cuda";
   gpus[1].kube_namespace = "default";
   gpus[1].pod = "cuda-75454ffb9f-jpwkc";
   gpus[0].container = "ignored-without-pod";
-  std::vector<Readings> readings(2);
-  readings[0].Set(SimField::kXidErrors, 31);
-  readings[1].Set(SimField::kXidErrors, 0);
-  readings[1].Set(SimField::kGpuTemp, 40);
+  std::vector<dcgm::Readings> readings(2);
+  readings[0].Set(dcgm::ExporterField::kXidErrors, 31);
+  readings[1].Set(dcgm::ExporterField::kXidErrors, 0);
+  readings[1].Set(dcgm::ExporterField::kGpuTemp, 40);
   std::string out;
-  RenderDcgmExposition(gpus, readings, {.lowercase_hostname = true}, out);
+  dcgm::RenderDcgmExposition(gpus, readings, {.lowercase_hostname = true}, out);
   const std::string expected =
       "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"
       "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
@@ -204,19 +205,19 @@ TEST(DcgmRenderTest, XidLabelsInSortedAttributePosition) {
       "0\n";
   EXPECT_EQ(out, expected);
   EXPECT_TRUE(Parse(out).ok());
-  EXPECT_EQ(XidErrMsg(79), "GPU has fallen off the bus");
-  EXPECT_EQ(XidErrMsg(100000), "Unknown Error");
+  EXPECT_EQ(dcgm::XidErrMsg(79), "GPU has fallen off the bus");
+  EXPECT_EQ(dcgm::XidErrMsg(100000), "Unknown Error");
 }
 
 TEST(DcgmRenderTest, ValueFormatting) {
-  const GpuIdentity gpu = L4Identity();
-  Readings r;
-  r.Set(SimField::kSmClock, 1979.6);          // int field: rounded
-  r.Set(SimField::kPowerUsage, 699.9999996);  // %f rounding
-  r.Set(SimField::kSmActive, 0.8123454);
-  r.Set(SimField::kPcieTxBytes, 3.0e10);  // int64, no exponent
+  const dcgm::GpuIdentity gpu = L4Identity();
+  dcgm::Readings r;
+  r.Set(dcgm::ExporterField::kSmClock, 1979.6);          // int field: rounded
+  r.Set(dcgm::ExporterField::kPowerUsage, 699.9999996);  // %f rounding
+  r.Set(dcgm::ExporterField::kSmActive, 0.8123454);
+  r.Set(dcgm::ExporterField::kPcieTxBytes, 3.0e10);  // int64, no exponent
   std::string out;
-  RenderDcgmExposition({&gpu, 1}, {&r, 1}, {}, out);
+  dcgm::RenderDcgmExposition({&gpu, 1}, {&r, 1}, {}, out);
   EXPECT_NE(out.find("} 1980\n"), std::string::npos);
   EXPECT_NE(out.find("} 700.000000\n"), std::string::npos);
   EXPECT_NE(out.find("} 0.812345\n"), std::string::npos);
@@ -224,11 +225,11 @@ TEST(DcgmRenderTest, ValueFormatting) {
 }
 
 TEST(DcgmRenderTest, AppendsWithoutClearing) {
-  const GpuIdentity gpu = L4Identity();
-  Readings r;
-  r.Set(SimField::kGpuTemp, 31);
+  const dcgm::GpuIdentity gpu = L4Identity();
+  dcgm::Readings r;
+  r.Set(dcgm::ExporterField::kGpuTemp, 31);
   std::string out = "prefix\n";
-  RenderDcgmExposition({&gpu, 1}, {&r, 1}, {}, out);
+  dcgm::RenderDcgmExposition({&gpu, 1}, {&r, 1}, {}, out);
   EXPECT_EQ(out.rfind("prefix\n# HELP DCGM_FI_DEV_GPU_TEMP", 0), 0u);
 }
 

@@ -122,19 +122,21 @@ class CaseRun {
       for (std::size_t g = 0; g < node.gpus.size(); ++g, ++k) {
         GpuSecond s;
         if (engine.GpuReported(n, g)) {
-          const sim::Readings r = node.gpus[g].model.Read();
-          const auto get = [&](sim::SimField f) { return r.Get(f).value_or(0); };
+          const dcgm::Readings r = node.gpus[g].model.Read();
+          const auto get = [&](dcgm::ExporterField f) { return r.Get(f).value_or(0); };
           s.present = true;
-          s.reasons = static_cast<std::uint32_t>(get(sim::SimField::kClockEventReasons));
-          s.clock = get(sim::SimField::kSmClock);
-          s.dram = get(sim::SimField::kDramActive);
-          s.occupancy = get(sim::SimField::kSmOccupancy);
-          s.replays = get(sim::SimField::kPcieReplayCounter);
-          s.sbe = get(sim::SimField::kEccSbeVolTotal);
-          s.dbe = get(sim::SimField::kEccDbeVolTotal);
-          s.link_down = get(sim::SimField::kPcieLinkGen) < get(sim::SimField::kPcieMaxLinkGen) ||
-                        get(sim::SimField::kPcieLinkWidth) < get(sim::SimField::kPcieMaxLinkWidth);
-          s.xid = r.Get(sim::SimField::kXidErrors).has_value();
+          s.reasons = static_cast<std::uint32_t>(get(dcgm::ExporterField::kClockEventReasons));
+          s.clock = get(dcgm::ExporterField::kSmClock);
+          s.dram = get(dcgm::ExporterField::kDramActive);
+          s.occupancy = get(dcgm::ExporterField::kSmOccupancy);
+          s.replays = get(dcgm::ExporterField::kPcieReplayCounter);
+          s.sbe = get(dcgm::ExporterField::kEccSbeVolTotal);
+          s.dbe = get(dcgm::ExporterField::kEccDbeVolTotal);
+          s.link_down =
+              get(dcgm::ExporterField::kPcieLinkGen) < get(dcgm::ExporterField::kPcieMaxLinkGen) ||
+              get(dcgm::ExporterField::kPcieLinkWidth) <
+                  get(dcgm::ExporterField::kPcieMaxLinkWidth);
+          s.xid = r.Get(dcgm::ExporterField::kXidErrors).has_value();
         }
         gpus_[k].s.push_back(s);
       }

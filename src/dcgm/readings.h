@@ -1,20 +1,21 @@
 #pragma once
-// What one simulated GPU reports at one instant, in dcgm-exporter's terms: the
-// value of each DCGM field the simulator models, or nothing when the field is
-// blank or unsupported on that GPU (dcgm-exporter then prints no line at all,
-// never 0). The model (sim/model) fills Readings; the renderers (sim/render)
-// turn them into exactly what dcgm-exporter and vLLM serve.
+// What one GPU reports at one instant, in dcgm-exporter's terms: the value of
+// each DCGM field gpucanary produces itself, or nothing when the field is blank
+// or unsupported on that GPU (dcgm-exporter then prints no line at all, never
+// 0). Two producers fill Readings: the simulator's GPU model (sim/gpu_model.h)
+// and the NVML collector (nvml/collector.h); dcgm/exposition.h turns them into
+// exactly what dcgm-exporter serves.
 
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 
-namespace gpucanary::sim {
+namespace gpucanary::dcgm {
 
-// The DCGM fields the simulator models, in ascending DCGM field id (the order
-// dcgm-exporter prints families in). The numeric id is in kSimFieldIds.
-enum class SimField : std::uint8_t {
+// The DCGM fields gpucanary produces (the simulator and the NVML collector), in ascending DCGM
+// field id (the order dcgm-exporter prints families in). The numeric id is in kExporterFieldIds.
+enum class ExporterField : std::uint8_t {
   kSmClock,             // 100  DCGM_FI_DEV_SM_CLOCK, MHz, int
   kMemClock,            // 101  DCGM_FI_DEV_MEM_CLOCK, MHz, int
   kClockEventReasons,   // 112  DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, bitmask, int
@@ -50,10 +51,10 @@ enum class SimField : std::uint8_t {
   kCount,
 };
 
-inline constexpr std::size_t kSimFieldCount = static_cast<std::size_t>(SimField::kCount);
+inline constexpr std::size_t kExporterFieldCount = static_cast<std::size_t>(ExporterField::kCount);
 
-// DCGM field ids, indexed by SimField (ascending: the exporter's family order).
-inline constexpr std::array<std::uint16_t, kSimFieldCount> kSimFieldIds = {
+// DCGM field ids, indexed by ExporterField (ascending: the exporter's family order).
+inline constexpr std::array<std::uint16_t, kExporterFieldCount> kExporterFieldIds = {
     100, 101, 112, 140, 150, 155, 156, 160, 164, 202,  203,  204,  230,  235,  236,  237,
     238, 251, 252, 253, 310, 311, 393, 394, 395, 1001, 1002, 1003, 1004, 1005, 1009, 1010};
 
@@ -73,11 +74,13 @@ struct GpuIdentity {
 
 // One GPU's field values at one instant. Unset = blank: no line is printed.
 struct Readings {
-  std::array<std::optional<double>, kSimFieldCount> values{};
+  std::array<std::optional<double>, kExporterFieldCount> values{};
 
-  void Set(SimField f, double v) { values[static_cast<std::size_t>(f)] = v; }
-  void Clear(SimField f) { values[static_cast<std::size_t>(f)].reset(); }
-  const std::optional<double>& Get(SimField f) const { return values[static_cast<std::size_t>(f)]; }
+  void Set(ExporterField f, double v) { values[static_cast<std::size_t>(f)] = v; }
+  void Clear(ExporterField f) { values[static_cast<std::size_t>(f)].reset(); }
+  const std::optional<double>& Get(ExporterField f) const {
+    return values[static_cast<std::size_t>(f)];
+  }
 };
 
-}  // namespace gpucanary::sim
+}  // namespace gpucanary::dcgm

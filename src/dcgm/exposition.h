@@ -1,6 +1,6 @@
 #pragma once
-// Renders simulated GPU readings as the exact text a dcgm-exporter serves on
-// GET /metrics (shared/reference/dcgm-telemetry.md §1.3, from dcgm-exporter's
+// Renders GPU readings (simulated or sampled through NVML) as the exact text a dcgm-exporter serves
+// on GET /metrics (shared/reference/dcgm-telemetry.md §1.3, from dcgm-exporter's
 // internal/pkg/rendermetrics/render_metrics.go):
 //
 //   # HELP <FieldName> <help>
@@ -19,9 +19,9 @@
 #include <string>
 #include <string_view>
 
-#include "sim/readings.h"
+#include "dcgm/readings.h"
 
-namespace gpucanary::sim {
+namespace gpucanary::dcgm {
 
 struct DcgmRenderOptions {
   // dcgm-exporter prints "Hostname" up to 4.5.3-4.8.2 and "hostname" after
@@ -29,7 +29,7 @@ struct DcgmRenderOptions {
   bool lowercase_hostname = false;
 };
 
-// How the exporter names and describes one SimField (its counter-CSV row).
+// How the exporter names and describes one ExporterField (its counter-CSV row).
 struct DcgmFamilyInfo {
   std::string_view name;  // legacy name, e.g. DCGM_FI_DEV_CLOCK_THROTTLE_REASONS
   std::string_view help;  // default-counters.csv text where the field is in it
@@ -37,8 +37,8 @@ struct DcgmFamilyInfo {
   bool is_double;         // DCGM_FT_DOUBLE ("%f") rather than INT64 ("%d")
 };
 
-// The row for `field`. REQUIRES: field != SimField::kCount.
-const DcgmFamilyInfo& DcgmFamily(SimField field);
+// The row for `field`. REQUIRES: field != ExporterField::kCount.
+const DcgmFamilyInfo& DcgmFamily(ExporterField field);
 
 // The value a scraper reads back from the exporter's text for `v` in `field`:
 // INT64 fields rounded to an integer, DOUBLE fields rounded to the 6 decimals
@@ -58,4 +58,4 @@ std::string_view XidErrMsg(std::int64_t code);
 void RenderDcgmExposition(std::span<const GpuIdentity> gpus, std::span<const Readings> readings,
                           const DcgmRenderOptions& options, std::string& out);
 
-}  // namespace gpucanary::sim
+}  // namespace gpucanary::dcgm

@@ -1,4 +1,4 @@
-#include "sim/dcgm_render.h"
+#include "dcgm/exposition.h"
 
 #include <array>
 #include <charconv>
@@ -11,14 +11,14 @@
 
 #include "dcgm/xid.h"
 
-namespace gpucanary::sim {
+namespace gpucanary::dcgm {
 namespace {
 
-// One row per SimField, in SimField order. Help texts of fields in dcgm-exporter's
+// One row per ExporterField, in ExporterField order. Help texts of fields in dcgm-exporter's
 // etc/default-counters.csv (and the commented rows of it) are verbatim
 // (reference §1.2); the others (112, 160, 164, 235-238) are ours, written in the
 // same style for a site's custom CSV. Monotonic fields are counters.
-constexpr std::array<DcgmFamilyInfo, kSimFieldCount> kFamilies = {{
+constexpr std::array<DcgmFamilyInfo, kExporterFieldCount> kFamilies = {{
     {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge", false},
     {"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge", false},
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
@@ -73,7 +73,7 @@ constexpr std::array<DcgmFamilyInfo, kSimFieldCount> kFamilies = {{
 }};
 
 // A value the exporter would print: set and finite (DCGM blanks never reach here).
-std::optional<double> Printable(const Readings& r, SimField f) {
+std::optional<double> Printable(const Readings& r, ExporterField f) {
   const std::optional<double>& v = r.Get(f);
   if (!v || !std::isfinite(*v)) return std::nullopt;
   return v;
@@ -154,7 +154,7 @@ void AppendLabels(const GpuIdentity& gpu, const DcgmRenderOptions& options, cons
   }
 }
 
-void RenderFamily(SimField field, std::span<const GpuIdentity> gpus,
+void RenderFamily(ExporterField field, std::span<const GpuIdentity> gpus,
                   std::span<const Readings> readings, const DcgmRenderOptions& options,
                   std::string& out) {
   const DcgmFamilyInfo& info = DcgmFamily(field);
@@ -170,7 +170,7 @@ void RenderFamily(SimField field, std::span<const GpuIdentity> gpus,
   out += ' ';
   out += info.type;
   out += '\n';
-  const bool is_xid = field == SimField::kXidErrors;
+  const bool is_xid = field == ExporterField::kXidErrors;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const std::optional<double> v = Printable(readings[i], field);
     if (!v) continue;
@@ -191,7 +191,7 @@ void RenderFamily(SimField field, std::span<const GpuIdentity> gpus,
 
 }  // namespace
 
-const DcgmFamilyInfo& DcgmFamily(SimField field) {
+const DcgmFamilyInfo& DcgmFamily(ExporterField field) {
   return kFamilies.at(static_cast<std::size_t>(field));
 }
 
@@ -200,7 +200,7 @@ std::string_view XidErrMsg(std::int64_t code) {
   // codes "Unknown Error".
   if (code == 0) return "No Error";
   if (code < 0 || code > std::numeric_limits<std::uint32_t>::max()) return "Unknown Error";
-  const dcgm::XidInfo* info = dcgm::FindXid(static_cast<std::uint32_t>(code));
+  const XidInfo* info = FindXid(static_cast<std::uint32_t>(code));
   return info != nullptr ? info->err_msg : std::string_view("Unknown Error");
 }
 
@@ -211,9 +211,9 @@ void RenderDcgmExposition(std::span<const GpuIdentity> gpus, std::span<const Rea
                  readings.size());
     std::abort();
   }
-  for (std::size_t f = 0; f < kSimFieldCount; ++f) {
-    RenderFamily(static_cast<SimField>(f), gpus, readings, options, out);
+  for (std::size_t f = 0; f < kExporterFieldCount; ++f) {
+    RenderFamily(static_cast<ExporterField>(f), gpus, readings, options, out);
   }
 }
 
-}  // namespace gpucanary::sim
+}  // namespace gpucanary::dcgm
