@@ -38,5 +38,6 @@ void RegisterReportCommand(CLI::App& app, CommandContext& ctx);
 void RegisterDemoCommand(CLI::App& app, CommandContext& ctx);
 void RegisterChangepointsCommand(CLI::App& app, CommandContext& ctx);
 void RegisterCorrelateCommand(CLI::App& app, CommandContext& ctx);
+void RegisterExporterCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace gpucanary::cli

@@ -32,6 +32,7 @@ int Run(int argc, char** argv) {
   RegisterDemoCommand(app, ctx);
   RegisterChangepointsCommand(app, ctx);
   RegisterCorrelateCommand(app, ctx);
+  RegisterExporterCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -15,6 +15,7 @@
 #include "daemon/release_api.h"
 #include "dashboard/dashboard.h"
 #include "net/http_server.h"
+#include "nvml/source.h"
 #include "recording/openmetrics_text.h"
 #include "remote/receiver.h"
 #include "scrape/scrape_manager.h"
@@ -65,6 +66,7 @@ class Daemon::Impl {
   std::unique_ptr<ReleaseApi> releases_;
   std::unique_ptr<remote::Receiver> receiver_;
   std::unique_ptr<scrape::ScrapeManager> scraper_;
+  std::unique_ptr<nvml::Source> nvml_;  // this node's GPUs, when `nvml:` enables it
   std::unique_ptr<CanaryService> canaries_;
   std::unique_ptr<net::HttpServer> http_;
   std::uint16_t port_ = 0;
@@ -125,6 +127,13 @@ Status Daemon::Impl::Start() {
   port_ = *port;
   if (Status s = http_->Start(); !s.ok()) return s;
   if (Status s = scraper_->Start(); !s.ok()) return s;
+  if (config_.nvml.enabled) {
+    // Asked for in the configuration: without NVML the daemon does not start,
+    // rather than run without the GPUs it was told to watch.
+    auto source = nvml::Source::Start(*store_, clock_, config_.nvml, options_.log);
+    if (!source) return source.error();
+    nvml_ = std::move(*source);
+  }
   retention_ = std::thread([this] { RetentionLoop(); });
   return Status::Ok();
 }
@@ -140,7 +149,9 @@ void Daemon::Impl::Stop() {
   if (http_) http_->Stop();
   if (canaries_) canaries_->Stop();  // finishes running actions
   if (scraper_) scraper_->Stop();
+  if (nvml_) nvml_->Stop();
   http_.reset();
+  nvml_.reset();
   canaries_.reset();
   scraper_.reset();
   receiver_.reset();

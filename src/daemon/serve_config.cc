@@ -22,9 +22,11 @@ namespace {
 using config::Fields;
 using config::Reporter;
 
-constexpr std::array<std::string_view, 10> kTopKeys = {
-    "listen", "storage",  "remote_write", "global", "scrape_configs",
-    "auth",   "releases", "publish",      "canary", "actions"};
+constexpr std::array<std::string_view, 11> kTopKeys = {
+    "listen",  "storage", "remote_write", "global", "scrape_configs", "auth", "releases",
+    "publish", "canary",  "actions",      "nvml"};
+constexpr std::array<std::string_view, 8> kNvmlKeys = {
+    "enabled", "library", "interval", "hostname", "hostname_label", "gpm", "xid_events", "job"};
 constexpr std::array<std::string_view, 3> kStorageKeys = {"path", "retention", "retention_size"};
 constexpr std::array<std::string_view, 2> kRemoteWriteKeys = {"enabled", "max_body"};
 constexpr std::array<std::string_view, 4> kAuthKeys = {"token", "token_file", "protect_reads",
@@ -130,6 +132,54 @@ Status ReadAuth(const Reporter& r, const YAML::Node& node, const std::string& ba
       return r.Fail(*n, field, "needs auth.token or auth.token_file");
     }
     *flag = *b;
+  }
+  return Status::Ok();
+}
+
+Status ReadNvml(const Reporter& r, const YAML::Node& node, const std::string& base,
+                ServeConfig& out) {
+  auto fields = Fields::Read(r, node, "nvml", kNvmlKeys);
+  if (!fields) return fields.error();
+  nvml::SourceConfig& c = out.nvml;
+  c.enabled = true;  // a section turns it on unless it says enabled: false
+  for (auto [key, flag] : {std::pair{"enabled", &c.enabled}, std::pair{"gpm", &c.gpm},
+                           std::pair{"xid_events", &c.xid_events}}) {
+    if (const YAML::Node* n = fields->Find(key)) {
+      auto b = config::ReadBool(r, *n, config::Child("nvml", key));
+      if (!b) return b.error();
+      *flag = *b;
+    }
+  }
+  for (auto [key, text] : {std::pair{"library", &c.library}, std::pair{"hostname", &c.hostname},
+                           std::pair{"job", &c.job}}) {
+    if (const YAML::Node* n = fields->Find(key)) {
+      auto s = config::ReadString(r, *n, config::Child("nvml", key));
+      if (!s) return s.error();
+      if (s->empty()) return r.Fail(*n, config::Child("nvml", key), "must not be empty");
+      *text = *s;
+    }
+  }
+  // A path (with a slash) is relative to this file's folder; a bare file name
+  // is searched for the way dlopen searches.
+  if (c.library.find('/') != std::string::npos) c.library = ResolvePath(base, c.library);
+  if (const YAML::Node* n = fields->Find("interval")) {
+    auto text = config::ReadString(r, *n, "nvml.interval");
+    if (!text) return text.error();
+    std::int64_t ms = 0;
+    if (!scrape::ParsePrometheusDuration(*text, &ms) || ms < 100) {
+      return r.Fail(*n, "nvml.interval",
+                    "bad interval '" + *text + "' (at least 100ms, NVML's GPM minimum; e.g. 1s)");
+    }
+    c.interval_ms = ms;
+  }
+  if (const YAML::Node* n = fields->Find("hostname_label")) {
+    auto text = config::ReadString(r, *n, "nvml.hostname_label");
+    if (!text) return text.error();
+    if (*text != "Hostname" && *text != "hostname") {
+      return r.Fail(*n, "nvml.hostname_label",
+                    "'" + *text + "' is neither Hostname (dcgm-exporter up to 4.8.2) nor hostname");
+    }
+    c.lowercase_hostname = *text == "hostname";
   }
   return Status::Ok();
 }
@@ -332,6 +382,9 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
     }
     if (const YAML::Node* n = top->Find("publish")) {
       if (Status s = ReadPublish(r, *n, base, out); !s.ok()) return Error(s);
+    }
+    if (const YAML::Node* n = top->Find("nvml")) {
+      if (Status s = ReadNvml(r, *n, base, out); !s.ok()) return Error(s);
     }
     auto scrape =
         scrape::ReadScrapeSections(r, top->Find("global"), top->Find("scrape_configs"), base);

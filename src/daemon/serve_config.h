@@ -19,6 +19,7 @@
 //   publish:
 //     grafana: {url: http://grafana:3000, token_file: grafana.token, tags: [prod]}
 //     otlp: {endpoint: http://collector:4318, headers: {X-Scope-OrgID: fleet}}
+//   nvml: {enabled: true, interval: 1s}   # this node's GPUs through NVML (docs/nvml.md)
 //
 // Errors name the file, line, column and field:
 // "serve.yaml:4:14: storage.retention: bad duration '15 days'".
@@ -30,6 +31,7 @@
 #include "actions/action_config.h"
 #include "canary/manager.h"
 #include "core/status.h"
+#include "nvml/source.h"
 #include "releases/publisher.h"
 #include "scrape/config.h"
 
@@ -62,6 +64,7 @@ struct ServeConfig {
   releases::PublishConfig publish;
   canary::CanaryOptions canary;                // `canary:` (canary/config.h)
   std::vector<actions::ActionConfig> actions;  // `actions:` (docs/actions.md)
+  nvml::SourceConfig nvml;                     // `nvml:` (docs/nvml.md)
 };
 
 Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_view file_name);

@@ -1,0 +1,151 @@
+#include "nvml/sampler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+namespace gpucanary::nvml {
+namespace {
+
+// The label set of the health series of one GPU: the first labels of
+// dcgm-exporter's GPU template, so they join with the DCGM series.
+void AppendGpuLabels(const dcgm::GpuIdentity& id, const dcgm::DcgmRenderOptions& options,
+                     std::string& out) {
+  out += "{gpu=\"" + std::to_string(id.index) + "\",UUID=\"" + id.uuid + "\",pci_bus_id=\"" +
+         id.pci_bus_id + "\",device=\"nvidia" + std::to_string(id.index) + "\",modelName=\"" +
+         id.model_name + "\"," + (options.lowercase_hostname ? "hostname" : "Hostname") + "=\"" +
+         id.hostname + "\"}";
+}
+
+template <typename Value>
+void AppendPerGpu(std::string_view name, std::string_view type, std::string_view help,
+                  const Snapshot& s, const dcgm::DcgmRenderOptions& options, Value value,
+                  std::string& out) {
+  if (s.gpus.empty()) return;
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    out += name;
+    AppendGpuLabels(s.gpus[i], options, out);
+    out += ' ';
+    out += std::to_string(value(i < s.status.size() ? s.status[i] : GpuStatus{}));
+    out += '\n';
+  }
+}
+
+}  // namespace
+
+void RenderSnapshot(const Snapshot& snapshot, const dcgm::DcgmRenderOptions& options,
+                    double sample_seconds, std::string& out) {
+  dcgm::RenderDcgmExposition(snapshot.gpus, snapshot.readings, options, out);
+  AppendPerGpu(
+      "gpucanary_nvml_gpu_lost", "gauge",
+      "1 when NVML reports the GPU lost (GPU_IS_LOST, e.g. after Xid 79): its DCGM series are "
+      "gone until the collector restarts.",
+      snapshot, options, [](const GpuStatus& s) { return s.lost ? 1 : 0; }, out);
+  AppendPerGpu(
+      "gpucanary_nvml_xid_events_total", "counter",
+      "Xid events NVML delivered for the GPU since the collector started.", snapshot, options,
+      [](const GpuStatus& s) { return s.xids; }, out);
+  AppendPerGpu(
+      "gpucanary_nvml_errors_total", "counter",
+      "NVML calls for the GPU that failed, other than unsupported fields and a lost GPU.", snapshot,
+      options, [](const GpuStatus& s) { return s.errors; }, out);
+  out +=
+      "# HELP gpucanary_nvml_sample_duration_seconds How long the last NVML sample of every "
+      "GPU took.\n# TYPE gpucanary_nvml_sample_duration_seconds gauge\n"
+      "gpucanary_nvml_sample_duration_seconds";
+  const std::string& host = snapshot.gpus.empty() ? std::string() : snapshot.gpus[0].hostname;
+  if (!host.empty()) {
+    out += '{';
+    out += options.lowercase_hostname ? "hostname" : "Hostname";
+    out += "=\"" + host + "\"}";
+  }
+  std::array<char, 32> buf{};
+  std::snprintf(buf.data(), buf.size(), " %.6f\n", sample_seconds);
+  out += buf.data();
+}
+
+Sampler::Sampler(Collector& collector, Clock& clock, Options options)
+    : collector_(collector), clock_(clock), options_(std::move(options)) {}
+
+Sampler::~Sampler() { Stop(); }
+
+Status Sampler::Start() {
+  if (options_.interval_ms < kGpmMinIntervalMs) {
+    return Status(StatusCode::kInvalidArgument, "the NVML sampling interval must be at least " +
+                                                    std::to_string(kGpmMinIntervalMs) +
+                                                    " ms (NVML's GPM minimum), not " +
+                                                    std::to_string(options_.interval_ms) + " ms");
+  }
+  const std::int64_t first = clock_.NowMs();
+  SampleAt(first);
+  // The next slot counts from the first sample, not from when the thread
+  // gets to run.
+  const std::int64_t next = (first / options_.interval_ms + 1) * options_.interval_ms;
+  thread_ = std::thread([this, next] { Loop(next); });
+  return Status::Ok();
+}
+
+void Sampler::Stop() {
+  {
+    const std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Sampler::Latest() const {
+  const std::lock_guard lock(mu_);
+  return latest_;
+}
+
+void Sampler::SampleAt(std::int64_t now_ms) {
+  const auto start = std::chrono::steady_clock::now();
+  collector_.Sample(now_ms, snapshot_);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  text_.clear();
+  RenderSnapshot(snapshot_, options_.render, seconds, text_);
+  {
+    const std::lock_guard lock(mu_);
+    latest_ = text_;
+  }
+  samples_.fetch_add(1);
+  if (options_.on_sample) options_.on_sample(snapshot_, text_, seconds);
+}
+
+void Sampler::Loop(std::int64_t next) {
+  const std::int64_t interval = options_.interval_ms;
+  for (;;) {
+    // Wait for the slot in real-time steps of at most 100 ms, reading the
+    // Clock again after each, so a stop or a test's ManualClock is seen.
+    for (;;) {
+      const std::int64_t now = clock_.NowMs();
+      if (now >= next) break;
+      std::unique_lock lock(mu_);
+      if (stop_) return;
+      stop_cv_.wait_for(lock, std::chrono::milliseconds(std::min<std::int64_t>(next - now, 100)));
+      if (stop_) return;
+    }
+    {
+      const std::lock_guard lock(mu_);
+      if (stop_) return;
+    }
+    SampleAt(next);  // stamped with its slot, as the scraper stamps scrapes
+    const std::int64_t now = clock_.NowMs();
+    next += interval;
+    if (next <= now) next = (now / interval + 1) * interval;  // skip the missed slots
+  }
+}
+
+}  // namespace gpucanary::nvml
