@@ -155,7 +155,6 @@ Status ReadNvml(const Reporter& r, const YAML::Node& node, const std::string& ba
     if (const YAML::Node* n = fields->Find(key)) {
       auto s = config::ReadString(r, *n, config::Child("nvml", key));
       if (!s) return s.error();
-      if (s->empty()) return r.Fail(*n, config::Child("nvml", key), "must not be empty");
       *text = *s;
     }
   }

@@ -108,5 +108,54 @@ TEST(ServeConfigTest, ErrorsSayWhere) {
             std::string::npos);
 }
 
+TEST(ServeConfigTest, NvmlIsOffUnlessASectionAsksForIt) {
+  auto c = ParseServeConfig("listen: 127.0.0.1:0\n", "serve.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_FALSE(c->nvml.enabled);
+
+  c = ParseServeConfig("nvml: {}\n", "/etc/gpucanary/serve.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_TRUE(c->nvml.enabled);
+  EXPECT_EQ(c->nvml.library, "libnvidia-ml.so.1");  // searched by dlopen, not resolved
+  EXPECT_EQ(c->nvml.interval_ms, 1000);
+  EXPECT_EQ(c->nvml.job, "nvml");
+  EXPECT_TRUE(c->nvml.gpm);
+  EXPECT_TRUE(c->nvml.xid_events);
+  EXPECT_FALSE(c->nvml.lowercase_hostname);
+
+  c = ParseServeConfig(
+      "nvml:\n  enabled: true\n  library: lib/libnvidia-ml.so.1\n  interval: 250ms\n"
+      "  hostname: node-3\n  hostname_label: hostname\n  gpm: false\n  xid_events: false\n"
+      "  job: gpus\n",
+      "/etc/gpucanary/serve.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_TRUE(c->nvml.enabled);
+  EXPECT_EQ(c->nvml.library, "/etc/gpucanary/lib/libnvidia-ml.so.1");  // a path: relative
+  EXPECT_EQ(c->nvml.interval_ms, 250);
+  EXPECT_EQ(c->nvml.hostname, "node-3");
+  EXPECT_TRUE(c->nvml.lowercase_hostname);
+  EXPECT_FALSE(c->nvml.gpm);
+  EXPECT_FALSE(c->nvml.xid_events);
+  EXPECT_EQ(c->nvml.job, "gpus");
+
+  c = ParseServeConfig("nvml: {enabled: false}\n", "serve.yaml");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_FALSE(c->nvml.enabled);
+}
+
+TEST(ServeConfigTest, NvmlErrorsSayWhere) {
+  EXPECT_EQ(ErrorOf("nvml:\n  interval: 50ms\n"),
+            "serve.yaml:2:13: nvml.interval: bad interval '50ms' (at least 100ms, NVML's GPM "
+            "minimum; e.g. 1s)");
+  EXPECT_EQ(ErrorOf("nvml:\n  hostname_label: HOST\n"),
+            "serve.yaml:2:19: nvml.hostname_label: 'HOST' is neither Hostname (dcgm-exporter up "
+            "to 4.8.2) nor hostname");
+  EXPECT_EQ(ErrorOf("nvml:\n  library: \"\"\n"), "serve.yaml:2:12: nvml.library: expected a name");
+  EXPECT_EQ(ErrorOf("nvml:\n  gpm: maybe\n").rfind("serve.yaml:2:8: nvml.gpm: ", 0), 0U);
+  EXPECT_EQ(ErrorOf("nvml:\n  intervall: 1s\n"),
+            "serve.yaml:2:3: nvml.intervall: unknown field (expected one of enabled, library, "
+            "interval, hostname, hostname_label, gpm, xid_events, job)");
+}
+
 }  // namespace
 }  // namespace gpucanary::daemon
