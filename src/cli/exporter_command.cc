@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/ready_file.h"
 #include "config/yaml_fields.h"
 #include "core/clock.h"
 #include "net/http_server.h"
@@ -148,11 +149,7 @@ Status Run(const ExporterFlags& flags, CommandContext& ctx) {
           << flags.library << ", driver " << (*collector)->driver_version() << ", every "
           << *interval_ms << " ms; serving " << url << "/metrics\n";
   ctx.out.flush();
-  if (!flags.ready_file.empty()) {
-    const std::string tmp = flags.ready_file + ".tmp";
-    std::ofstream(tmp) << url << "\n";
-    std::filesystem::rename(tmp, flags.ready_file);
-  }
+  if (!flags.ready_file.empty()) GC_RETURN_IF_ERROR(WriteReadyFile(flags.ready_file, url));
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*duration_ms);

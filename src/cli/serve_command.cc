@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/ready_file.h"
 #include "core/clock.h"
 #include "daemon/daemon.h"
 #include "daemon/serve_config.h"
@@ -53,11 +54,7 @@ Status Serve(const ServeFlags& flags, CommandContext& ctx) {
   const std::string url = "http://" + config->listen_host + ":" + std::to_string((*d)->port());
   ctx.out << "gpucanary serve: listening on " << url << ", data in " << config->data_dir << "\n";
   ctx.out.flush();
-  if (!flags.ready_file.empty()) {
-    const std::string tmp = flags.ready_file + ".tmp";
-    std::ofstream(tmp) << url << "\n";
-    std::filesystem::rename(tmp, flags.ready_file);
-  }
+  if (!flags.ready_file.empty()) GC_RETURN_IF_ERROR(WriteReadyFile(flags.ready_file, url));
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -178,6 +178,9 @@ class ScrapeManager::Impl {
   // Io thread only.
   std::unordered_map<std::string, RunPtr> by_key_;
   std::unordered_map<std::uint64_t, RunPtr> by_id_;
+  // Removed targets whose fetch is still in flight (io thread only): their
+  // only other owner is that fetch's callback.
+  std::unordered_map<std::uint64_t, RunPtr> draining_;
   std::priority_queue<Due, std::vector<Due>, std::greater<>> heap_;
   std::map<std::string, TargetMatcher> fast_;
   std::int64_t fast_interval_ms_ = 1000;
@@ -308,6 +311,13 @@ void ScrapeManager::Impl::Stop() {
   std::lock_guard lock(io_cpu_mu_);
   if (io_thread_.joinable()) io_thread_.join();
   io_joined_ = true;
+  // ioc_.stop() can leave a cancelled fetch's completion unrun: its
+  // connection then still holds the callback, which holds the target, which
+  // holds the connection. Dropping the targets' connections breaks that
+  // cycle; each connection goes when the io_context drops its handlers.
+  for (auto& [id, run] : by_id_) run->conn.reset();
+  for (auto& [id, run] : draining_) run->conn.reset();
+  draining_.clear();
 }
 
 Status ScrapeManager::Impl::ReloadDiscovery() {
@@ -395,7 +405,11 @@ void ScrapeManager::Impl::Remove(const RunPtr& run) {
     status_.erase(run->id);
   }
   run->conn->Close();  // a fetch in flight completes at once, cancelled
-  if (!run->in_flight) EndRun(*run);
+  if (run->in_flight) {
+    draining_[run->id] = run;
+  } else {
+    EndRun(*run);
+  }
 }
 
 // Prometheus writes stale markers for every series of a target that
@@ -511,7 +525,10 @@ void ScrapeManager::Impl::OnFetched(const RunPtr& run, std::int64_t slot, intern
     // Cut short by Stop: nothing is written (a restart continues the series).
     run->in_flight = false;
     NoteInFlight(-1);
-    if (run->removed) EndRun(*run);
+    if (run->removed) {
+      EndRun(*run);
+      draining_.erase(run->id);
+    }
     return;
   }
   if (!pool_) {
@@ -536,6 +553,7 @@ void ScrapeManager::Impl::Complete(const RunPtr& run, std::int64_t slot, const S
   NoteInFlight(-1);
   if (run->removed) {
     EndRun(*run);
+    draining_.erase(run->id);
     return;
   }
   scrapes_.fetch_add(1, std::memory_order_relaxed);
