@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "recording/openmetrics_text.h"
+
 namespace gpucanary::nvml {
 namespace {
 
@@ -23,15 +25,7 @@ void AppendPerGpu(std::string_view name, std::string_view type, std::string_view
                   const Snapshot& s, const dcgm::DcgmRenderOptions& options, Value value,
                   std::string& out) {
   if (s.gpus.empty()) return;
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
+  recording::AppendFamilyHeader(out, name, type, help);
   for (std::size_t i = 0; i < s.gpus.size(); ++i) {
     out += name;
     AppendGpuLabels(s.gpus[i], options, out);
@@ -59,10 +53,9 @@ void RenderSnapshot(const Snapshot& snapshot, const dcgm::DcgmRenderOptions& opt
       "gpucanary_nvml_errors_total", "counter",
       "NVML calls for the GPU that failed, other than unsupported fields and a lost GPU.", snapshot,
       options, [](const GpuStatus& s) { return s.errors; }, out);
-  out +=
-      "# HELP gpucanary_nvml_sample_duration_seconds How long the last NVML sample of every "
-      "GPU took.\n# TYPE gpucanary_nvml_sample_duration_seconds gauge\n"
-      "gpucanary_nvml_sample_duration_seconds";
+  recording::AppendFamilyHeader(out, "gpucanary_nvml_sample_duration_seconds", "gauge",
+                                "How long the last NVML sample of every GPU took.");
+  out += "gpucanary_nvml_sample_duration_seconds";
   const std::string& host = snapshot.gpus.empty() ? std::string() : snapshot.gpus[0].hostname;
   if (!host.empty()) {
     out += '{';
