@@ -1,22 +1,12 @@
 #include "store/record_log.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <cerrno>
 #include <cstring>
 #include <utility>
 
 namespace gpucanary::store {
 namespace {
-
-Status IoError(const std::filesystem::path& path, std::string_view what, int err) {
-  return Status(StatusCode::kIoError,
-                path.string() + ": " + std::string(what) + ": " + ErrnoMessage(err));
-}
 
 std::uint32_t Crc(std::uint8_t type, std::string_view payload) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -49,100 +39,47 @@ void AppendRecord(std::string& out, std::uint8_t type, std::string_view payload)
   PutU32(out, Crc(type, payload));
 }
 
-LogFile::~LogFile() { Close(); }
-
-LogFile::LogFile(LogFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), size_(other.size_), path_(std::move(other.path_)) {}
-
-LogFile& LogFile::operator=(LogFile&& other) noexcept {
-  if (this != &other) {
-    Close();
-    fd_ = std::exchange(other.fd_, -1);
-    size_ = other.size_;
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-void LogFile::Close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-Result<LogFile> LogFile::Open(const std::filesystem::path& path, std::string_view header,
-                              std::uint64_t size) {
+Result<LogFile> LogFile::Open(FileSystem& files, const std::filesystem::path& path,
+                              std::string_view header, std::uint64_t size) {
   LogFile f;
   f.path_ = path;
-  const bool exists = ::access(path.c_str(), F_OK) == 0;
-  f.fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (f.fd_ < 0) return Error(IoError(path, "open", errno));
+  const bool exists = files.Exists(path);
+  auto file = files.OpenWritable(path);
+  if (!file) return Error(file.error());
+  f.file_ = std::move(*file);
   if (!exists || size < header.size()) {
-    if (::ftruncate(f.fd_, 0) != 0) return Error(IoError(path, "truncate", errno));
+    if (Status s = f.file_->Truncate(0); !s.ok()) return Error(s);
     f.size_ = 0;
     if (Status s = f.Write(header); !s.ok()) return Error(s);
     return f;
   }
-  if (::ftruncate(f.fd_, static_cast<off_t>(size)) != 0) {
-    return Error(IoError(path, "truncate", errno));
-  }
+  if (Status s = f.file_->Truncate(size); !s.ok()) return Error(s);
   f.size_ = size;
   return f;
 }
 
 Status LogFile::Write(std::string_view bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n =
-        ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(size_ + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      // Leave no half record behind for the next write to follow.
-      (void)::ftruncate(fd_, static_cast<off_t>(size_));
-      return IoError(path_, "write", err);
-    }
-    done += static_cast<std::size_t>(n);
+  if (Status s = file_->WriteAt(size_, bytes); !s.ok()) {
+    // Leave no half record behind for the next write to follow.
+    (void)file_->Truncate(size_);
+    return s;
   }
   size_ += bytes.size();
   return Status::Ok();
 }
 
-Status LogFile::Sync() {
-  if (fd_ >= 0 && ::fdatasync(fd_) != 0) return IoError(path_, "fdatasync", errno);
-  return Status::Ok();
-}
+Status LogFile::Sync() { return file_ != nullptr ? file_->Sync() : Status::Ok(); }
 
-Status ReadAt(int fd, std::uint64_t offset, std::size_t length, std::string& out) {
-  out.resize(length);
-  std::size_t done = 0;
-  while (done < length) {
-    const ssize_t n =
-        ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status(StatusCode::kIoError, "pread: " + ErrnoMessage(errno));
-    }
-    if (n == 0) return Status(StatusCode::kIoError, "pread: unexpected end of file");
-    done += static_cast<std::size_t>(n);
-  }
-  return Status::Ok();
+std::unique_ptr<SyncHandle> LogFile::NewSyncHandle() const {
+  return file_ != nullptr ? file_->NewSyncHandle() : nullptr;
 }
 
 Result<LogScan> ReadLog(
-    const std::filesystem::path& path, std::string_view header,
+    FileSystem& files, const std::filesystem::path& path, std::string_view header,
     const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(IoError(path, "open", errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Error(IoError(path, "stat", err));
-  }
-  std::string data;
-  Status read = ReadAt(fd, 0, static_cast<std::size_t>(st.st_size), data);
-  ::close(fd);
-  if (!read.ok()) return Error(read.WithPrefix(path.string()));
+  auto contents = files.ReadFile(path);
+  if (!contents) return Error(contents.error());
+  const std::string& data = *contents;
 
   LogScan scan;
   scan.file_bytes = data.size();
@@ -176,52 +113,6 @@ Result<LogScan> ReadLog(
     scan.good_bytes = pos;
   }
   return scan;
-}
-
-Result<std::shared_ptr<const Mapping>> Mapping::Map(const std::filesystem::path& path,
-                                                    std::size_t length) {
-  if (length == 0) return std::shared_ptr<const Mapping>(new Mapping(nullptr, 0));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(IoError(path, "open", errno));
-  void* map = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
-  const int err = errno;
-  ::close(fd);  // the mapping stays
-  if (map == MAP_FAILED) return Error(IoError(path, "mmap", err));
-  return std::shared_ptr<const Mapping>(new Mapping(static_cast<const char*>(map), length));
-}
-
-Mapping::~Mapping() {
-  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-}
-
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError(tmp, "open", errno);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return IoError(tmp, "write", err);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return IoError(tmp, "fsync", err);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return IoError(path, "rename", errno);
-  const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    (void)::fsync(dir);
-    ::close(dir);
-  }
-  return Status::Ok();
 }
 
 }  // namespace gpucanary::store

@@ -2,7 +2,8 @@
 // The record framing every store log uses (docs/storage-format.md,
 // "Records"): length:u32 type:u8 payload crc:u32, crc = zlib CRC-32 over type
 // and payload. LogFile appends records to one file; ReadLog scans one,
-// stopping at the torn tail.
+// stopping at the torn tail. Both do their I/O through the filesystem seam
+// (store/file.h), so record_log_test runs them in memory.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "store/file.h"
 
 namespace gpucanary::store {
 
@@ -25,32 +27,36 @@ void AppendRecord(std::string& out, std::uint8_t type, std::string_view payload)
 // An append-only file of records. Not thread-safe.
 class LogFile {
  public:
-  LogFile() = default;
-  ~LogFile();
-  LogFile(LogFile&& other) noexcept;
-  LogFile& operator=(LogFile&& other) noexcept;
+  LogFile() = default;  // closed
+  LogFile(LogFile&& other) noexcept = default;
+  LogFile& operator=(LogFile&& other) noexcept = default;  // closes what this held
   LogFile(const LogFile&) = delete;
   LogFile& operator=(const LogFile&) = delete;
 
-  // Opens `path` for appending at `size` (truncating anything after it), or
-  // creates it with `header` when it does not exist. Errors: kIoError.
-  static Result<LogFile> Open(const std::filesystem::path& path, std::string_view header,
-                              std::uint64_t size);
+  // Opens `path` in `files` for appending at `size` (truncating anything
+  // after it), or (re)creates it holding just `header` when it does not
+  // exist or `size` is less than the header's. Errors: kIoError.
+  static Result<LogFile> Open(FileSystem& files, const std::filesystem::path& path,
+                              std::string_view header, std::uint64_t size);
 
-  // Writes the bytes (already framed records) with write(2): once this
-  // returns, a kill -9 of the process cannot lose them. Errors: kIoError
-  // (then the file is cut back to its size before the call).
+  // Writes the bytes (already framed records) at the end of the file (one
+  // pwrite(2) loop for the real file): once this returns, a kill -9 of the
+  // process cannot lose them. Errors: kIoError (then the file is cut back to
+  // its size before the call, so no half record is left for the next write
+  // to follow).
   Status Write(std::string_view bytes);
-  // fdatasync(2).
+  // fdatasync(2); nothing when closed.
   Status Sync();
+  // A handle that syncs this file from outside the lock that guards the
+  // LogFile; null when closed or when none can be had.
+  std::unique_ptr<SyncHandle> NewSyncHandle() const;
   std::uint64_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
-  bool is_open() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-  void Close();
+  bool is_open() const { return file_ != nullptr; }
+  void Close() { file_.reset(); }
 
  private:
-  int fd_ = -1;
+  std::unique_ptr<WritableFile> file_;
   std::uint64_t size_ = 0;
   std::filesystem::path path_;
 };
@@ -61,41 +67,15 @@ struct LogScan {
   std::string tail_error;  // why the scan stopped early; empty at a clean end
 };
 
-// Reads the records of `path` after its `header` bytes (which must match),
-// calling `fn(type, payload, offset_of_payload)` for each good one. Stops at
-// the first torn or corrupt record and says why in the result. Errors:
-// kIoError (unreadable), kParseError (the header does not match), or what
-// `fn` returns.
+// Reads the records of `path` in `files` after its `header` bytes (which
+// must match), calling `fn(type, payload, offset_of_payload)` for each good
+// one. Stops at the first torn or corrupt record and says why in the result
+// ("truncated record header", "bad record length", "truncated record", "bad
+// crc"; "torn header" when the file is a prefix of the header, good_bytes 0).
+// Errors: kIoError (unreadable), kParseError (the header does not match), or
+// what `fn` returns.
 Result<LogScan> ReadLog(
-    const std::filesystem::path& path, std::string_view header,
+    FileSystem& files, const std::filesystem::path& path, std::string_view header,
     const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn);
-
-// Reads `length` bytes at `offset` of an open descriptor.
-Status ReadAt(int fd, std::uint64_t offset, std::size_t length, std::string& out);
-
-// A read-only shared mapping of (the first `length` bytes of) a file,
-// unmapped when the last holder lets go: readers keep the mapping they read
-// from alive while the store remaps a growing file or deletes an old one.
-// `length` may exceed the file (room to grow): only bytes the file has may be
-// read.
-class Mapping {
- public:
-  static Result<std::shared_ptr<const Mapping>> Map(const std::filesystem::path& path,
-                                                    std::size_t length);
-  ~Mapping();
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  const char* data() const { return data_; }
-  std::size_t size() const { return size_; }
-
- private:
-  Mapping(const char* data, std::size_t size) : data_(data), size_(size) {}
-  const char* data_;
-  std::size_t size_;
-};
-
-// Writes `bytes` to `path` atomically: a temporary file, fsync, rename, fsync
-// of the directory.
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace gpucanary::store

@@ -1,18 +1,15 @@
 #include "store/segment.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
 
 #include "store/bits.h"
+#include "store/file.h"
 #include "store/record_log.h"
 
 namespace gpucanary::store {
@@ -113,15 +110,9 @@ Status WriteSegmentIndex(const std::filesystem::path& path, std::int64_t mint, s
 }
 
 Result<std::shared_ptr<SegmentIndex>> ReadSegmentIndex(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(StatusCode::kIoError, path.string() + ": open: " + ErrnoMessage(errno));
-  struct stat st {};
-  std::string data;
-  Status read = ::fstat(fd, &st) == 0
-                    ? ReadAt(fd, 0, static_cast<std::size_t>(st.st_size), data)
-                    : Status(StatusCode::kIoError, "stat: " + ErrnoMessage(errno));
-  ::close(fd);
-  if (!read.ok()) return Error(read.WithPrefix(path.string()));
+  auto contents = PosixFileSystem().ReadFile(path);
+  if (!contents) return Error(contents.error());
+  const std::string& data = *contents;
   if (data.size() < kIndexMagic.size() + 4 || data.compare(0, kIndexMagic.size(), kIndexMagic)) {
     return Error(Corrupt(path, "not a segment index (bad magic)"));
   }
@@ -168,35 +159,36 @@ Result<std::vector<IndexEntry>> ScanSegment(const std::filesystem::path& path,
   std::map<std::uint64_t, IndexEntry> by_ref;
   std::int64_t lo = std::numeric_limits<std::int64_t>::max();
   std::int64_t hi = std::numeric_limits<std::int64_t>::min();
-  auto scan = ReadLog(
-      path, kSegmentMagic, [&](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
-        std::size_t pos = 0;
-        std::uint64_t ref = 0;
-        if (!GetVarint(payload, pos, ref)) {
-          return Corrupt(path, "record without a series ref");
-        }
-        if (type == kSegSeriesRecord) {
-          Labels labels;
-          if (!GetLabels(payload, pos, labels)) {
-            return Corrupt(path, "bad series record");
-          }
-          by_ref[ref].labels = std::move(labels);
-          return Status::Ok();
-        }
-        if (type != kSegChunkRecord) return Corrupt(path, "unknown record type");
-        ChunkLoc c;
-        if (!GetZVarint(payload, pos, c.mint) || !GetZVarint(payload, pos, c.maxt)) {
-          return Corrupt(path, "bad chunk record");
-        }
-        auto it = by_ref.find(ref);
-        if (it == by_ref.end()) return Corrupt(path, "chunk of an unknown series");
-        c.offset = offset + pos;
-        c.length = static_cast<std::uint32_t>(payload.size() - pos);
-        it->second.chunks.push_back(c);
-        lo = std::min(lo, c.mint);
-        hi = std::max(hi, c.maxt);
-        return Status::Ok();
-      });
+  auto scan =
+      ReadLog(PosixFileSystem(), path, kSegmentMagic,
+              [&](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
+                std::size_t pos = 0;
+                std::uint64_t ref = 0;
+                if (!GetVarint(payload, pos, ref)) {
+                  return Corrupt(path, "record without a series ref");
+                }
+                if (type == kSegSeriesRecord) {
+                  Labels labels;
+                  if (!GetLabels(payload, pos, labels)) {
+                    return Corrupt(path, "bad series record");
+                  }
+                  by_ref[ref].labels = std::move(labels);
+                  return Status::Ok();
+                }
+                if (type != kSegChunkRecord) return Corrupt(path, "unknown record type");
+                ChunkLoc c;
+                if (!GetZVarint(payload, pos, c.mint) || !GetZVarint(payload, pos, c.maxt)) {
+                  return Corrupt(path, "bad chunk record");
+                }
+                auto it = by_ref.find(ref);
+                if (it == by_ref.end()) return Corrupt(path, "chunk of an unknown series");
+                c.offset = offset + pos;
+                c.length = static_cast<std::uint32_t>(payload.size() - pos);
+                it->second.chunks.push_back(c);
+                lo = std::min(lo, c.mint);
+                hi = std::max(hi, c.maxt);
+                return Status::Ok();
+              });
   if (!scan) return Error(scan.error());
   if (good_bytes != nullptr) *good_bytes = scan->good_bytes;
   if (tail_error != nullptr) *tail_error = scan->tail_error;

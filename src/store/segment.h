@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "store/file.h"
 #include "store/labels.h"
 #include "store/postings.h"
-#include "store/record_log.h"
 
 namespace gpucanary::store {
 

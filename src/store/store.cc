@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -234,7 +235,7 @@ Status Store::Impl::RecoverSegments() {
   if (fs::exists(path)) {
     std::map<std::uint64_t, Labels> labels_of;
     auto scan =
-        ReadLog(path, kSegmentMagic,
+        ReadLog(PosixFileSystem(), path, kSegmentMagic,
                 [&](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
                   std::size_t pos = 0;
                   std::uint64_t ref = 0;
@@ -283,27 +284,29 @@ Status Store::Impl::RecoverWal() {
   if (!checkpoints.empty()) {
     after = checkpoints.back();
     const fs::path path = CheckpointPath(after);
-    auto scan = ReadLog(
-        path, kCheckpointMagic, [&](std::uint8_t type, std::string_view payload, std::uint64_t) {
-          std::size_t pos = 0;
-          std::uint64_t ref = 0;
-          Labels labels;
-          if (type != kCheckpointSeriesRecord || !GetVarint(payload, pos, ref) ||
-              !GetLabels(payload, pos, labels) || pos >= payload.size()) {
-            return Status(StatusCode::kParseError, path.string() + ": bad checkpoint record");
-          }
-          HeadSeries& s = Create(ref, labels);
-          if (payload[pos++] == 1) {
-            std::vector<Sample> samples;
-            if (Status st = DecodeChunk(payload.substr(pos), samples); !st.ok()) {
-              return st.WithPrefix(path.string());
-            }
-            for (const Sample& smp : samples) {
-              if (smp.t > s.last_t) AppendToHead(s, smp.t, std::bit_cast<std::uint64_t>(smp.v));
-            }
-          }
-          return Status::Ok();
-        });
+    auto scan = ReadLog(PosixFileSystem(), path, kCheckpointMagic,
+                        [&](std::uint8_t type, std::string_view payload, std::uint64_t) {
+                          std::size_t pos = 0;
+                          std::uint64_t ref = 0;
+                          Labels labels;
+                          if (type != kCheckpointSeriesRecord || !GetVarint(payload, pos, ref) ||
+                              !GetLabels(payload, pos, labels) || pos >= payload.size()) {
+                            return Status(StatusCode::kParseError,
+                                          path.string() + ": bad checkpoint record");
+                          }
+                          HeadSeries& s = Create(ref, labels);
+                          if (payload[pos++] == 1) {
+                            std::vector<Sample> samples;
+                            if (Status st = DecodeChunk(payload.substr(pos), samples); !st.ok()) {
+                              return st.WithPrefix(path.string());
+                            }
+                            for (const Sample& smp : samples) {
+                              if (smp.t > s.last_t)
+                                AppendToHead(s, smp.t, std::bit_cast<std::uint64_t>(smp.v));
+                            }
+                          }
+                          return Status::Ok();
+                        });
     if (!scan) return scan.error();
     if (!scan->tail_error.empty()) {
       // Checkpoints are renamed into place only when whole.
@@ -316,37 +319,39 @@ Status Store::Impl::RecoverWal() {
     if (n <= after) continue;
     last = n;
     const fs::path path = WalPath(n);
-    auto scan =
-        ReadLog(path, kWalMagic, [&](std::uint8_t type, std::string_view payload, std::uint64_t) {
-          std::size_t pos = 0;
-          std::uint64_t count = 0;
-          if (!GetVarint(payload, pos, count)) return Status::Ok();
-          if (type == kSeriesRecord) {
-            Labels labels;
-            for (std::uint64_t i = 0; i < count; ++i) {
-              std::uint64_t ref = 0;
-              if (!GetVarint(payload, pos, ref) || !GetLabels(payload, pos, labels)) break;
-              Create(ref, labels);
-            }
-          } else if (type == kSamplesRecord) {
-            std::int64_t ref = 0;
-            std::int64_t t = 0;
-            for (std::uint64_t i = 0; i < count; ++i) {
-              std::int64_t dr = 0;
-              std::int64_t dt = 0;
-              std::uint64_t bits = 0;
-              if (!GetZVarint(payload, pos, dr) || !GetZVarint(payload, pos, dt) ||
-                  !GetFixed64(payload, pos, bits)) {
-                break;
-              }
-              ref = WrapAdd(ref, dr);
-              t = WrapAdd(t, dt);
-              HeadSeries* s = ref >= 0 ? Find(static_cast<SeriesRef>(ref)) : nullptr;
-              if (s != nullptr && t > s->last_t) AppendToHead(*s, t, bits);
-            }
-          }
-          return Status::Ok();
-        });
+    auto scan = ReadLog(PosixFileSystem(), path, kWalMagic,
+                        [&](std::uint8_t type, std::string_view payload, std::uint64_t) {
+                          std::size_t pos = 0;
+                          std::uint64_t count = 0;
+                          if (!GetVarint(payload, pos, count)) return Status::Ok();
+                          if (type == kSeriesRecord) {
+                            Labels labels;
+                            for (std::uint64_t i = 0; i < count; ++i) {
+                              std::uint64_t ref = 0;
+                              if (!GetVarint(payload, pos, ref) || !GetLabels(payload, pos, labels))
+                                break;
+                              Create(ref, labels);
+                            }
+                          } else if (type == kSamplesRecord) {
+                            std::int64_t ref = 0;
+                            std::int64_t t = 0;
+                            for (std::uint64_t i = 0; i < count; ++i) {
+                              std::int64_t dr = 0;
+                              std::int64_t dt = 0;
+                              std::uint64_t bits = 0;
+                              if (!GetZVarint(payload, pos, dr) || !GetZVarint(payload, pos, dt) ||
+                                  !GetFixed64(payload, pos, bits)) {
+                                break;
+                              }
+                              ref = WrapAdd(ref, dr);
+                              t = WrapAdd(t, dt);
+                              HeadSeries* s =
+                                  ref >= 0 ? Find(static_cast<SeriesRef>(ref)) : nullptr;
+                              if (s != nullptr && t > s->last_t) AppendToHead(*s, t, bits);
+                            }
+                          }
+                          return Status::Ok();
+                        });
     if (!scan) {
       Log("store: " + path.string() + ": " + scan.error().message() + ", skipped");
       continue;
@@ -356,7 +361,7 @@ Status Store::Impl::RecoverWal() {
           std::to_string(scan->file_bytes - scan->good_bytes) + " bytes of torn tail at offset " +
           std::to_string(scan->good_bytes) + " (" + scan->tail_error + ")");
       // Cut it so the file ends at a record boundary.
-      auto cut = LogFile::Open(path, kWalMagic, scan->good_bytes);
+      auto cut = LogFile::Open(PosixFileSystem(), path, kWalMagic, scan->good_bytes);
       if (!cut) return cut.error();
     }
   }
@@ -366,7 +371,7 @@ Status Store::Impl::RecoverWal() {
 
 Status Store::Impl::OpenActiveSegment(std::uint32_t id, std::uint64_t size) {
   const fs::path path = dir_ / "chunks" / SegmentFileName(id);
-  auto f = LogFile::Open(path, kSegmentMagic, size);
+  auto f = LogFile::Open(PosixFileSystem(), path, kSegmentMagic, size);
   if (!f) return f.error();
   active_ = std::move(*f);
   active_id_ = id;
@@ -388,7 +393,7 @@ Status Store::Impl::MapActive() {
 }
 
 Status Store::Impl::OpenWal(std::uint32_t n) {
-  auto f = LogFile::Open(WalPath(n), kWalMagic, 0);
+  auto f = LogFile::Open(PosixFileSystem(), WalPath(n), kWalMagic, 0);
   if (!f) return f.error();
   wal_ = std::move(*f);
   wal_id_ = n;
@@ -694,21 +699,20 @@ Status Store::Impl::Checkpoint() {
 }
 
 Status Store::Impl::Sync() {
-  int wal_fd = -1;
-  int seg_fd = -1;
+  // Synced through duplicated handles outside the lock: a commit may rotate
+  // the files meanwhile.
+  std::array<std::unique_ptr<SyncHandle>, 2> handles;  // the WAL's, the active segment's
   {
     std::unique_lock lock(mu_);
     if (Status s = FlushSegment(); !s.ok()) return s;
-    if (wal_.is_open()) wal_fd = ::dup(wal_.fd());
-    if (active_.is_open()) seg_fd = ::dup(active_.fd());
+    if (wal_.is_open()) handles[0] = wal_.NewSyncHandle();
+    if (active_.is_open()) handles[1] = active_.NewSyncHandle();
   }
   Status result;
-  for (int fd : {wal_fd, seg_fd}) {
-    if (fd < 0) continue;
-    if (::fdatasync(fd) != 0 && result.ok()) {
-      result = Status(StatusCode::kIoError, "fdatasync: " + ErrnoMessage(errno));
-    }
-    ::close(fd);
+  for (std::unique_ptr<SyncHandle>& handle : handles) {
+    if (handle == nullptr) continue;
+    if (Status s = handle->Sync(); !s.ok() && result.ok()) result = s;
+    handle.reset();
   }
   return result;
 }
