@@ -1,0 +1,94 @@
+#include "store/wal.h"
+
+#include <algorithm>
+#include <system_error>
+#include <utility>
+
+#include "store/segment.h"
+#include "store/wal_record.h"
+
+namespace gpucanary::store {
+
+namespace fs = std::filesystem;
+
+std::vector<std::uint32_t> NumberedFiles(const fs::path& dir, std::string_view prefix) {
+  std::vector<std::uint32_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() != prefix.size() + 8 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::uint32_t n = 0;
+    bool digits = true;
+    for (std::size_t i = prefix.size(); i < name.size(); ++i) {
+      digits = digits && name[i] >= '0' && name[i] <= '9';
+      n = n * 10 + static_cast<std::uint32_t>(name[i] - '0');
+    }
+    if (digits) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+fs::path Wal::SegmentPath(std::uint32_t n) const { return dir_ / SegmentFileName(n); }
+
+fs::path Wal::CheckpointPath(std::uint32_t n) const {
+  return dir_ / ("checkpoint." + SegmentFileName(n));
+}
+
+Result<LogScan> Wal::ReadSegment(std::uint32_t n, const RecordFn& fn) const {
+  return ReadLog(files_, SegmentPath(n), kWalMagic, fn);
+}
+
+Result<LogScan> Wal::ReadCheckpoint(std::uint32_t n, const RecordFn& fn) const {
+  return ReadLog(files_, CheckpointPath(n), kCheckpointMagic, fn);
+}
+
+Status Wal::CutSegment(std::uint32_t n, std::uint64_t size) {
+  auto cut = LogFile::Open(files_, SegmentPath(n), kWalMagic, size);
+  return cut ? Status::Ok() : cut.error();
+}
+
+Status Wal::OpenSegment(std::uint32_t n) {
+  auto f = LogFile::Open(files_, SegmentPath(n), kWalMagic, 0);
+  if (!f) return f.error();
+  file_ = std::move(*f);
+  id_ = n;
+  return Status::Ok();
+}
+
+void Wal::QueueSeries(SeriesRef ref, const Labels& labels) {
+  AppendSeriesRecord(pending_series_, ref, labels);
+}
+
+Status Wal::WriteBatch(std::string_view samples_payload) {
+  std::string records;
+  records.swap(pending_series_);
+  const std::size_t series_bytes = records.size();
+  if (!samples_payload.empty()) AppendRecord(records, kSamplesRecord, samples_payload);
+  if (records.empty()) return Status::Ok();
+  if (Status s = file_.Write(records); !s.ok()) {
+    // The series stay; their records must still reach the WAL first.
+    records.resize(series_bytes);
+    pending_series_.insert(0, records);
+    return s;
+  }
+  since_checkpoint_ += records.size();
+  return Status::Ok();
+}
+
+Status Wal::InstallCheckpoint(std::uint32_t covers, std::string_view bytes) {
+  if (Status s = WriteFileAtomic(CheckpointPath(covers), bytes); !s.ok()) return s;
+  pending_series_.clear();
+  if (Status s = OpenSegment(covers + 1); !s.ok()) return s;
+  since_checkpoint_ = 0;
+  std::error_code ec;
+  for (std::uint32_t n : Segments()) {
+    if (n <= covers) fs::remove(SegmentPath(n), ec);
+  }
+  for (std::uint32_t n : Checkpoints()) {
+    if (n < covers) fs::remove(CheckpointPath(n), ec);
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpucanary::store
