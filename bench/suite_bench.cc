@@ -1,6 +1,6 @@
 // How long the judge's scenario suite takes to simulate (scenarios/suite/
 // README.md): every case run offline, in process, into its canary and
-// baseline recordings (analysis::suite::GenerateCase), one benchmark per case
+// baseline recordings (eval::suite::GenerateCase), one benchmark per case
 // and one for the whole suite.
 //
 //   build/release/bench/suite_bench [--labels=scenarios/suite/labels.yaml] [--gzip]
@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "analysis/suite/suite.h"
+#include "eval/suite/suite.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using gpucanary::analysis::suite::GenerateCase;
-using gpucanary::analysis::suite::SuiteCase;
+using gpucanary::eval::suite::GenerateCase;
+using gpucanary::eval::suite::SuiteCase;
 
 bool g_gzip = false;
 
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
     }
   }
-  auto cases = gpucanary::analysis::suite::LoadSuite(labels);
+  auto cases = gpucanary::eval::suite::LoadSuite(labels);
   if (!cases) {
     std::fprintf(stderr, "suite_bench: %s\n", cases.error().message().c_str());
     return 3;

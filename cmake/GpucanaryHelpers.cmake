@@ -46,6 +46,8 @@ function(gc_add_test name)
     return()
   endif()
   add_executable(${name} ${ARG_SOURCES})
+  # A test may link the simulator (gc_check_layering).
+  set_property(TARGET ${name} PROPERTY GPUCANARY_TEST TRUE)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                         gpucanary_warnings)
   target_compile_options(${name} PRIVATE ${GPUCANARY_GLUE_COMPILE_OPTIONS})
@@ -86,4 +88,120 @@ function(gc_add_benchmark name)
     add_test(NAME ${name}_smoke COMMAND ${name} --benchmark_min_time=0.001 ${ARG_ARGS})
     set_tests_properties(${name}_smoke PROPERTIES LABELS "bench")
   endif()
+endfunction()
+
+# gc_check_layering()
+# Keeps two dependency rules of docs/architecture.md true, at configure time:
+#  - the simulator (gpucanary_sim, gpucanary_sim_live) is a fixture, not part
+#    of the product: no target under src/ reaches it through its link
+#    libraries, directly or transitively, except the simulator's own users,
+#    the CLI (src/cli), the demo (src/demo) and tests (gc_add_test);
+#  - the evaluation harness (eval/) links the product, never the other way
+#    round: no target under src/, tests included, reaches a target of eval/.
+# Fails configuring with every offending chain. Call once, after every target
+# is defined.
+function(gc_check_layering)
+  set(_simulator gpucanary_sim gpucanary_sim_live)
+  set(_sim_users ${PROJECT_SOURCE_DIR}/src/sim ${PROJECT_SOURCE_DIR}/src/cli
+                 ${PROJECT_SOURCE_DIR}/src/demo)
+  _gc_targets_under(${PROJECT_SOURCE_DIR}/src _targets)
+  set(_errors "")
+  foreach(_target IN LISTS _targets)
+    get_target_property(_dir ${_target} SOURCE_DIR)
+    get_target_property(_is_test ${_target} GPUCANARY_TEST)
+    set(_may_link_sim FALSE)
+    if(_is_test OR _dir IN_LIST _sim_users)
+      set(_may_link_sim TRUE)
+    endif()
+    _gc_link_closure(${_target} _reached)
+    # The shortest chain to each rule's first offender (breadth-first order).
+    set(_reported "")
+    foreach(_dep IN LISTS _reached)
+      get_target_property(_dep_dir ${_dep} SOURCE_DIR)
+      string(FIND "${_dep_dir}/" "${PROJECT_SOURCE_DIR}/eval/" _in_eval)
+      if(_dep IN_LIST _simulator AND NOT _may_link_sim AND NOT "sim" IN_LIST _reported)
+        list(APPEND _reported sim)
+        set(_why "links the simulator, which only src/sim, src/cli, src/demo and tests may")
+      elseif(_in_eval EQUAL 0 AND NOT "eval" IN_LIST _reported)
+        list(APPEND _reported eval)
+        set(_why "links the evaluation harness eval/, which links the product, not the reverse")
+      else()
+        continue()
+      endif()
+      _gc_link_chain(${_target} ${_dep} _chain)
+      string(APPEND _errors "\n  ${_target} (${_dir}) ${_why}:\n    ${_chain}")
+    endforeach()
+  endforeach()
+  if(_errors)
+    message(FATAL_ERROR "Dependency rule broken (cmake/GpucanaryHelpers.cmake, gc_check_layering):"
+                        "${_errors}\nMove the code that needs it out of src/ (into eval/, a test "
+                        "or the CLI), or link a library that does not pull it in.")
+  endif()
+endfunction()
+
+# Every library and executable defined in `dir` and its subdirectories.
+function(_gc_targets_under dir out)
+  get_property(_targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  set(_kept "")
+  foreach(_target IN LISTS _targets)
+    get_target_property(_type ${_target} TYPE)
+    if(_type MATCHES "_LIBRARY$|^EXECUTABLE$")
+      list(APPEND _kept ${_target})
+    endif()
+  endforeach()
+  get_property(_subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(_sub IN LISTS _subdirs)
+    _gc_targets_under(${_sub} _sub_targets)
+    list(APPEND _kept ${_sub_targets})
+  endforeach()
+  set(${out} ${_kept} PARENT_SCOPE)
+endfunction()
+
+# The project's own targets that `target` links, directly or transitively
+# (breadth first, through LINK_LIBRARIES and INTERFACE_LINK_LIBRARIES;
+# imported targets such as GTest::gtest are not followed). For each reached
+# target T, _gc_via_T in the caller's scope names the target that linked it.
+function(_gc_link_closure target out)
+  set(_queue ${target})
+  set(_seen ${target})
+  set(_reached "")
+  while(_queue)
+    list(POP_FRONT _queue _current)
+    get_target_property(_libs ${_current} LINK_LIBRARIES)
+    get_target_property(_interface ${_current} INTERFACE_LINK_LIBRARIES)
+    foreach(_item IN LISTS _libs _interface)
+      # $<LINK_ONLY:x> is a private dependency of a static library; "::@(...)"
+      # marks a call from another directory; other expressions are compiler
+      # flags and the like, never our targets.
+      string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" _item "${_item}")
+      if(NOT _item OR _item MATCHES "^::@" OR NOT TARGET "${_item}")
+        continue()
+      endif()
+      get_target_property(_aliased ${_item} ALIASED_TARGET)
+      if(_aliased)
+        set(_item ${_aliased})
+      endif()
+      get_target_property(_imported ${_item} IMPORTED)
+      if(_imported OR _item IN_LIST _seen)
+        continue()
+      endif()
+      list(APPEND _seen ${_item})
+      list(APPEND _queue ${_item})
+      list(APPEND _reached ${_item})
+      set(_gc_via_${_item} ${_current} PARENT_SCOPE)
+      set(_gc_via_${_item} ${_current})
+    endforeach()
+  endwhile()
+  set(${out} ${_reached} PARENT_SCOPE)
+endfunction()
+
+# "from -> ... -> to" along the _gc_via_* links _gc_link_closure(from) left.
+function(_gc_link_chain from to out)
+  set(_chain ${to})
+  set(_at ${to})
+  while(NOT _at STREQUAL from)
+    set(_at ${_gc_via_${_at}})
+    string(PREPEND _chain "${_at} -> ")
+  endwhile()
+  set(${out} "${_chain}" PARENT_SCOPE)
 endfunction()

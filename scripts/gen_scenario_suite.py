@@ -478,7 +478,7 @@ def regression_cases():
 
 LABELS_HEAD = """# Labels of the judge's scenario suite (scenarios/suite/README.md). Written by
 # scripts/gen_scenario_suite.py with the scenario files; loaded by
-# src/analysis/suite (LoadSuite). Per case:
+# eval/suite (LoadSuite). Per case:
 #   file           the scenario, relative to this file
 #   category       aa | release | node | regression
 #   release        the release under test, deployed on canary_nodes at release_start

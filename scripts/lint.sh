@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Static analysis: clang-tidy with .clang-tidy (warnings are errors) over the
-# library and CLI sources (not tests), with the debug preset's compile commands.
+# library and CLI sources and the evaluation harness (eval/; not tests), with
+# the debug preset's compile commands.
 # Usage: scripts/lint.sh [FILE...]; exit status non-zero on any finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ cmake --preset debug >/dev/null
 # clang-tidy reads them.
 cmake --build build/debug --target gpucanary_generated >/dev/null
 if (($# == 0)); then
-  mapfile -t files < <(git ls-files 'src/*.cc' | grep -v '_test\.cc$')
+  mapfile -t files < <(git ls-files 'src/*.cc' 'eval/*.cc' | grep -v '_test\.cc$')
 else
   files=("$@")
 fi

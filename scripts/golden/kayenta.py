@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Golden vectors for src/analysis/kayenta (docs/kayenta-baseline.md).
+"""Golden vectors for eval/kayenta (docs/kayenta-baseline.md).
 
-Regenerates src/analysis/kayenta/testdata/mann_whitney.json from fixed numpy
+Regenerates eval/kayenta/testdata/mann_whitney.json from fixed numpy
 seeds. CI does not run this; the C++ test (analysis_kayenta_test) reads the
 checked-in JSON and compares to 1e-9 relative.
 
@@ -34,7 +34,7 @@ import pathlib
 import numpy as np
 from scipy import optimize, special, stats
 
-OUT = pathlib.Path(__file__).resolve().parents[2] / "src/analysis/kayenta/testdata"
+OUT = pathlib.Path(__file__).resolve().parents[2] / "eval/kayenta/testdata"
 
 
 def wdiff(x, y, d, zq):

@@ -1,7 +1,8 @@
 #pragma once
 // The TigerBeetle series and Apache Otava's expected change points for ten
 // settings (../shared/data/otava-tigerbeetle/, README there), for the Otava
-// port's test and the `otava_compare` tool. Header-only; needs nlohmann-json.
+// port's test and the `otava_compare` tool (eval/cpd). Header-only; needs
+// nlohmann-json.
 // Returns an error string instead of data when a file is missing or malformed.
 
 #include <fstream>

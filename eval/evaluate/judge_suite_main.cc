@@ -1,0 +1,101 @@
+// judge_suite: runs the labelled scenario suite through gpucanary's judge and
+// the Kayenta-style judge and prints the markdown report of
+// docs/judge-accuracy.md.
+//
+//   build/release/eval/evaluate/judge_suite [FILTER]   # case name prefix
+//   build/release/eval/evaluate/judge_suite --policy=P.yaml   # another policy
+//   build/release/eval/evaluate/judge_suite --aa=1000  # A/A false-fail rate:
+//       the suite's A/A scenarios again and again with new seeds
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "analysis/policy/policy.h"
+#include "eval/evaluate/evaluate.h"
+
+int main(int argc, char** argv) {
+  namespace suite = gpucanary::eval::suite;
+  namespace evaluate = gpucanary::eval::evaluate;
+  using gpucanary::analysis::Verdict;
+  using gpucanary::analysis::VerdictName;
+  std::string filter;
+  std::string policy_path;
+  std::int64_t aa_runs = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--policy=", 0) == 0) {
+      policy_path = arg.substr(9);
+    } else if (arg.rfind("--aa=", 0) == 0) {
+      aa_runs = std::strtoll(arg.c_str() + 5, nullptr, 10);
+    } else {
+      filter = arg;
+    }
+  }
+  auto cases = suite::LoadSuite(std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/suite/labels.yaml");
+  if (!cases) {
+    std::fprintf(stderr, "%s\n", cases.error().message().c_str());
+    return 3;
+  }
+  evaluate::EvaluateOptions options;
+  if (!policy_path.empty()) {
+    auto policy = gpucanary::analysis::LoadPolicy(policy_path);
+    if (!policy) {
+      std::fprintf(stderr, "%s\n", policy.error().message().c_str());
+      return 3;
+    }
+    options.policy = std::move(*policy);
+  }
+  options.work_dir = std::filesystem::temp_directory_path().string() + "/gpucanary-judge-suite";
+  std::vector<evaluate::CaseOutcome> outcomes;
+  if (aa_runs > 0) {
+    std::vector<const suite::SuiteCase*> aa;
+    for (const suite::SuiteCase& c : *cases) {
+      if (c.category == suite::Category::kAa) aa.push_back(&c);
+    }
+    std::int64_t fails = 0, kayenta_fails = 0, passes = 0, kayenta_passes = 0;
+    for (std::int64_t i = 0; i < aa_runs; ++i) {
+      suite::SuiteCase c = *aa[static_cast<std::size_t>(i) % aa.size()];
+      c.scenario.seed = 100000 + static_cast<std::uint64_t>(i);
+      c.name += "-seed" + std::to_string(c.scenario.seed);
+      auto o = evaluate::EvaluateCase(c, options);
+      if (!o) {
+        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), o.error().message().c_str());
+        return 3;
+      }
+      fails += o->verdict == Verdict::kFail;
+      passes += o->verdict == Verdict::kPass;
+      kayenta_fails += o->kayenta_verdict == Verdict::kFail;
+      kayenta_passes += o->kayenta_verdict == Verdict::kPass;
+      if (o->verdict == Verdict::kFail) {
+        std::string causes;
+        for (const std::string& cs : o->causes) causes += " " + cs;
+        std::fprintf(stderr, "false fail: %s:%s\n", c.name.c_str(), causes.c_str());
+      }
+    }
+    std::printf(
+        "A/A runs: %ld\n| judge | false fails | passes |\n| --- | ---: | ---: |\n"
+        "| gpucanary | %ld (%.2f%%) | %ld |\n| Kayenta-style | %ld (%.2f%%) | %ld |\n",
+        aa_runs, fails, 100.0 * static_cast<double>(fails) / static_cast<double>(aa_runs), passes,
+        kayenta_fails, 100.0 * static_cast<double>(kayenta_fails) / static_cast<double>(aa_runs),
+        kayenta_passes);
+    return 0;
+  }
+  for (const suite::SuiteCase& c : *cases) {
+    if (c.name.rfind(filter, 0) != 0) continue;
+    auto o = evaluate::EvaluateCase(c, options);
+    if (!o) {
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), o.error().message().c_str());
+      return 3;
+    }
+    std::fprintf(stderr, "%-28s %-12s %s %.1fs\n", c.name.c_str(),
+                 std::string(VerdictName(o->verdict)).c_str(),
+                 o->verdict_ok && o->causes_ok ? "ok" : "WRONG", o->seconds);
+    outcomes.push_back(std::move(*o));
+  }
+  std::printf("%s", evaluate::Markdown(outcomes).c_str());
+  return 0;
+}
