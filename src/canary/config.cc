@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "analysis/policy/policy.h"
-#include "net/http_message.h"
+#include "config/http_headers.h"
 #include "net/url.h"
 
 namespace gpucanary::canary {
@@ -32,31 +32,9 @@ Result<std::int64_t> DurationMs(const config::Reporter& r, const YAML::Node& nod
 
 std::string Field(std::string_view key) { return config::Child(kHistoryField, key); }
 
-Status ReadHeaders(const config::Reporter& r, const YAML::Node& node,
-                   std::vector<std::pair<std::string, std::string>>& out) {
-  auto headers = config::Fields::Read(r, node, Field("headers"), {});
-  if (!headers) return headers.error();
-  for (const config::Fields::Entry& e : headers->entries()) {
-    const std::string field = config::Child(Field("headers"), e.name);
-    // The client sets these itself; Authorization comes from token/token_file.
-    bool reserved = false;
-    for (std::string_view name :
-         {"host", "content-type", "content-length", "accept-encoding", "authorization"}) {
-      reserved = reserved || net::EqualsIgnoreCase(e.name, name);
-    }
-    if (!net::IsHeaderName(e.name) || reserved) {
-      return r.Fail(e.key, field, "not a header name gpucanary may set");
-    }
-    auto value = config::ReadString(r, e.value, field);
-    if (!value) return value.error();
-    if (value->find_first_of("\r\n") != std::string::npos ||
-        value->find('\0') != std::string::npos) {
-      return r.Fail(e.value, field, "a header value must not hold line breaks");
-    }
-    out.emplace_back(e.name, *value);
-  }
-  return Status::Ok();
-}
+// The client sets these itself; Authorization comes from token/token_file.
+constexpr std::array<std::string_view, 5> kReservedHeaders = {
+    "host", "content-type", "content-length", "accept-encoding", "authorization"};
 
 // `canary.history_prometheus`: where the history window is read from when the
 // store lacks it (canary/history.h).
@@ -77,7 +55,11 @@ Status ReadHistoryPrometheus(const config::Reporter& r, const YAML::Node& node,
   if (!token) return token.error();
   options.client.bearer_token = std::move(*token);
   if (const YAML::Node* n = fields->Find("headers")) {
-    GC_RETURN_IF_ERROR(ReadHeaders(r, *n, options.client.headers));
+    config::HttpHeaderRules rules;
+    rules.reserved = kReservedHeaders;
+    auto headers = config::ReadHttpHeaders(r, *n, Field("headers"), rules);
+    if (!headers) return headers.error();
+    options.client.headers = std::move(*headers);
   }
   if (const YAML::Node* n = fields->Find("timeout")) {
     auto ms = DurationMs(r, *n, Field("timeout"), 1, 600);

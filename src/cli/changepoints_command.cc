@@ -37,6 +37,7 @@
 #include "core/time_format.h"
 #include "dcgm/fields.h"
 #include "expfmt/reader.h"
+#include "importers/csv_line.h"
 #include "store/labels.h"
 #include "store/matcher.h"
 
@@ -67,46 +68,17 @@ struct Series {
 
 // ---- CSV ----------------------------------------------------------------
 
-// A CSV field and the 1-based byte column where its text starts.
-struct Field {
-  std::string text;
-  std::size_t column = 1;
-};
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+// One line's cells (importers/csv_line.h), with malformed quoting forgiven as
+// this command always has. Views into `line` and `scratch`.
+std::vector<importers::CsvCell> SplitCells(std::string_view line, std::string& scratch) {
+  std::vector<importers::CsvCell> cells;
+  // Lenient splitting has no error to return.
+  (void)importers::SplitCsvLine(line, &cells, &scratch, {.lenient_quotes = true});
+  return cells;
 }
 
-// RFC 4180 fields: separated by commas, optionally in double quotes (a
-// doubled quote inside is one quote). Blanks around a field are dropped.
-std::vector<Field> SplitCsvLine(std::string_view line) {
-  std::vector<Field> fields;
-  std::size_t i = 0;
-  while (true) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    Field field{"", i + 1};
-    if (i < line.size() && line[i] == '"') {
-      for (++i; i < line.size(); ++i) {
-        if (line[i] != '"') {
-          field.text += line[i];
-        } else if (i + 1 < line.size() && line[i + 1] == '"') {
-          field.text += '"';
-          ++i;
-        } else {
-          ++i;
-          break;
-        }
-      }
-    }
-    const std::size_t comma = std::min(line.find(',', i), line.size());
-    field.text += Trim(line.substr(i, comma - i));
-    fields.push_back(std::move(field));
-    if (comma == line.size()) return fields;
-    i = comma + 1;
-  }
-}
+// The 1-based byte column where a cell's text starts.
+std::size_t Column(const importers::CsvCell& cell) { return cell.offset + 1; }
 
 // A whole field as a finite or non-finite double ("+1.5", "1e3", "NaN").
 std::optional<double> ParseNumber(std::string_view text) {
@@ -150,7 +122,8 @@ Result<CsvLayout> ReadHeader(const std::string& name, std::string_view line,
     return CsvError(name, 1, 1,
                     "this looks like recorded telemetry, not CSV: pass --series SELECTOR");
   }
-  const std::vector<Field> header = SplitCsvLine(line);
+  std::string scratch;
+  const std::vector<importers::CsvCell> header = SplitCells(line, scratch);
   CsvLayout layout;
   layout.fields = header.size();
   std::optional<std::size_t> value;
@@ -158,7 +131,7 @@ Result<CsvLayout> ReadHeader(const std::string& name, std::string_view line,
   for (std::size_t i = 0; i < header.size(); ++i) {
     if (header[i].text == args.column) value = i;
     if (header[i].text == "time") layout.time = i;
-    names += (i == 0 ? "'" : ", '") + header[i].text + "'";
+    names += (i == 0 ? "'" : ", '") + std::string(header[i].text) + "'";
   }
   // A lone column is the series whatever its name, unless --column says otherwise.
   if (!value && header.size() == 1 && !args.column_given) value = 0;
@@ -176,35 +149,37 @@ Result<CsvLayout> ReadHeader(const std::string& name, std::string_view line,
 Status ReadRow(const std::string& name, std::size_t line_number, std::string_view line,
                const CsvLayout& layout, const std::string& column, Series& series,
                std::optional<double>& last_time) {
-  const std::vector<Field> fields = SplitCsvLine(line);
+  std::string scratch;
+  const std::vector<importers::CsvCell> fields = SplitCells(line, scratch);
   if (fields.size() != layout.fields) {
     return CsvError(name, line_number, line.size() + 1,
                     "expected " + std::to_string(layout.fields) +
                         " fields as in the header, found " + std::to_string(fields.size()));
   }
-  const Field& value = fields[layout.value];
+  const importers::CsvCell& value = fields[layout.value];
   if (value.text.empty()) {
     series.values.push_back(kMissing);  // a gap, not a zero
   } else if (const std::optional<double> v = ParseNumber(value.text)) {
     series.values.push_back(*v);
   } else {
-    return CsvError(name, line_number, value.column,
-                    "bad number '" + value.text + "' in column '" + column + "'");
+    return CsvError(name, line_number, Column(value),
+                    "bad number '" + std::string(value.text) + "' in column '" + column + "'");
   }
   if (!layout.time) return Status::Ok();
-  const Field& time = fields[*layout.time];
+  const importers::CsvCell& time = fields[*layout.time];
   const std::optional<double> t = ParseTime(time.text);
   if (!t) {
-    return CsvError(name, line_number, time.column,
-                    "bad time '" + time.text + "': expected a number or an RFC 3339 time");
+    return CsvError(
+        name, line_number, Column(time),
+        "bad time '" + std::string(time.text) + "': expected a number or an RFC 3339 time");
   }
   if (last_time && *t <= *last_time) {
-    return CsvError(
-        name, line_number, time.column,
-        "time '" + time.text + "' is not after the previous row's: times must increase");
+    return CsvError(name, line_number, Column(time),
+                    "time '" + std::string(time.text) +
+                        "' is not after the previous row's: times must increase");
   }
   last_time = t;
-  series.times.push_back(time.text);
+  series.times.emplace_back(time.text);
   return Status::Ok();
 }
 
@@ -220,7 +195,7 @@ Result<Series> ReadCsvStream(std::istream& in, const std::string& name,
   std::optional<double> last_time;
   for (std::size_t number = 2; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (Trim(line).empty()) continue;
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a blank line
     const Status row = ReadRow(name, number, line, *layout, args.column, series, last_time);
     if (!row.ok()) return tl::unexpected(row);
   }

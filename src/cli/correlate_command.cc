@@ -29,7 +29,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "core/status.h"
-#include "daemon/query_api.h"
+#include "daemon/api_format.h"
 #include "net/url.h"
 #include "promql/client.h"
 #include "releases/release.h"

@@ -28,7 +28,7 @@
 #include "cli/daemon_client.h"
 #include "config/yaml_fields.h"
 #include "core/clock.h"
-#include "daemon/query_api.h"
+#include "daemon/api_format.h"
 #include "net/http_client.h"
 #include "net/url.h"
 #include "releases/release.h"

@@ -8,7 +8,7 @@
 
 #include "analysis/correlate/correlate.h"
 #include "analysis/correlate/sources.h"
-#include "daemon/query_api.h"
+#include "daemon/api_format.h"
 #include "net/url.h"
 #include "releases/release.h"
 
@@ -16,17 +16,6 @@ namespace gpucanary::daemon {
 namespace {
 
 constexpr std::string_view kPath = "/api/v1/correlate";
-
-void Fail(net::HttpResponse& response, int status, std::string_view type,
-          const std::string& message) {
-  response.status = status;
-  response.content_type = "application/json";
-  response.body = R"({"status":"error","errorType":")";
-  response.body += type;
-  response.body += R"(","error":)";
-  AppendJsonString(response.body, message);
-  response.body += "}";
-}
 
 struct Params {
   std::int64_t from_s = 0;
@@ -95,32 +84,15 @@ Params ReadParams(std::string_view query, std::int64_t now_ms) {
   return out;
 }
 
-}  // namespace
-
-bool CorrelateApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {
-  if (request.path != kPath) return false;
-  if (request.method != "GET" && request.method != "HEAD") {
-    response.status = 405;
-    response.headers.emplace_back("Allow", "GET, HEAD");
-    response.content_type = "text/plain";
-    response.body = "method not allowed\n";
-    return true;
-  }
-  Params params = ReadParams(request.query, clock_.NowMs());
-  if (params.error) {
-    Fail(response, 400, "bad_data", *params.error);
-    return true;
-  }
-
+// The releases that may explain [from_s, to_s): those started from
+// kRolloutLookbackS before it up to its end.
+Result<std::vector<releases::Release>> ReleasesAround(store::MetaDb& meta, const Params& params) {
   store::ReleaseFilter filter;
-  filter.from = static_cast<double>(params.from_s - kRolloutLookbackS);
+  filter.from = static_cast<double>(params.from_s - CorrelateApi::kRolloutLookbackS);
   filter.to = static_cast<double>(params.to_s);
   filter.limit = 10000;
-  Result<std::vector<store::ReleaseRecord>> records = meta_.ListReleases(filter);
-  if (!records) {
-    Fail(response, 500, "internal", "releases: " + records.error().message());
-    return true;
-  }
+  Result<std::vector<store::ReleaseRecord>> records = meta.ListReleases(filter);
+  if (!records) return Error(records.error());
   std::vector<releases::Release> log;
   for (const store::ReleaseRecord& r : *records) {
     // Stored annotations were checked on the way in; one that no longer
@@ -129,11 +101,38 @@ bool CorrelateApi::Handle(const net::HttpRequest& request, net::HttpResponse& re
       log.push_back(std::move(*parsed));
     }
   }
+  return log;
+}
 
+}  // namespace
+
+CorrelateApi::CorrelateApi(const store::Store& store, store::MetaDb& meta, const Clock& clock,
+                           canary::HistoryPrometheusOptions prometheus)
+    : store_(store), meta_(meta), clock_(clock), prometheus_(std::move(prometheus)) {
+  router_.Add("GET, HEAD", kPath,
+              [this](const net::HttpRequest& request, std::string_view /*arg*/,
+                     net::HttpResponse& response) { Correlate(request, response); });
+}
+
+bool CorrelateApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {
+  return router_.Handle(request, response);
+}
+
+void CorrelateApi::Correlate(const net::HttpRequest& request, net::HttpResponse& response) const {
+  Params params = ReadParams(request.query, clock_.NowMs());
+  if (params.error) {
+    ReplyApiError(response, 400, "bad_data", *params.error);
+    return;
+  }
+  Result<std::vector<releases::Release>> log = ReleasesAround(meta_, params);
+  if (!log) {
+    ReplyApiError(response, 500, "internal", "releases: " + log.error().message());
+    return;
+  }
   if (params.prometheus && prometheus_.url.empty()) {
-    Fail(response, 400, "bad_data",
-         "source=prometheus: no Prometheus configured (canary.history_prometheus.url)");
-    return true;
+    ReplyApiError(response, 400, "bad_data",
+                  "source=prometheus: no Prometheus configured (canary.history_prometheus.url)");
+    return;
   }
   Result<std::unique_ptr<analysis::Replay>> replay =
       params.prometheus
@@ -142,23 +141,21 @@ bool CorrelateApi::Handle(const net::HttpRequest& request, net::HttpResponse& re
           : analysis::correlate::OpenStoreCorrelationReplay(store_, params.from_s, params.to_s);
   if (!replay) {
     if (params.prometheus) {
-      Fail(response, 502, "unavailable", replay.error().message());
+      ReplyApiError(response, 502, "unavailable", replay.error().message());
     } else {
-      Fail(response, 500, "internal", replay.error().message());
+      ReplyApiError(response, 500, "internal", replay.error().message());
     }
-    return true;
+    return;
   }
   Result<analysis::correlate::CorrelateReport> report =
-      analysis::correlate::Correlate(**replay, log, params.options);
+      analysis::correlate::Correlate(**replay, *log, params.options);
   if (!report) {
-    Fail(response, 500, "internal", report.error().message());
-    return true;
+    ReplyApiError(response, 500, "internal", report.error().message());
+    return;
   }
   std::string json = analysis::correlate::CorrelateReportJson(*report);
   if (!json.empty() && json.back() == '\n') json.pop_back();
-  response.content_type = "application/json";
-  response.body = R"({"status":"success","data":)" + json + "}";
-  return true;
+  ReplyApiData(response, 200, json);
 }
 
 }  // namespace gpucanary::daemon

@@ -23,6 +23,7 @@
 
 #include "canary/history.h"
 #include "core/clock.h"
+#include "daemon/router.h"
 #include "net/http_message.h"
 #include "store/meta_db.h"
 #include "store/store.h"
@@ -39,17 +40,22 @@ class CorrelateApi {
   // `store`, `meta` and `clock` must outlive this; `prometheus.url` empty:
   // source=prometheus is refused.
   CorrelateApi(const store::Store& store, store::MetaDb& meta, const Clock& clock,
-               canary::HistoryPrometheusOptions prometheus = {})
-      : store_(store), meta_(meta), clock_(clock), prometheus_(std::move(prometheus)) {}
+               canary::HistoryPrometheusOptions prometheus = {});
+  CorrelateApi(const CorrelateApi&) = delete;
+  CorrelateApi& operator=(const CorrelateApi&) = delete;
 
-  // Answers GET /api/v1/correlate; false (response untouched) for other paths.
+  // Answers GET /api/v1/correlate (405 with "Allow: GET, HEAD" for another
+  // method); false (response untouched) for other paths.
   bool Handle(const net::HttpRequest& request, net::HttpResponse& response) const;
 
  private:
+  void Correlate(const net::HttpRequest& request, net::HttpResponse& response) const;
+
   const store::Store& store_;
   store::MetaDb& meta_;
   const Clock& clock_;
   canary::HistoryPrometheusOptions prometheus_;
+  Router router_;  // its route calls Correlate
 };
 
 }  // namespace gpucanary::daemon

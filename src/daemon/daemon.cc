@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/time_format.h"
+#include "daemon/api_format.h"
 #include "daemon/auth.h"
 #include "daemon/canary_service.h"
 #include "daemon/correlate_api.h"

@@ -1,14 +1,15 @@
 #include "daemon/query_api.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
+#include <array>
+#include <cctype>
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "core/time_format.h"
+#include "daemon/api_format.h"
 #include "net/url.h"
 #include "recording/openmetrics_text.h"
 #include "scrape/config.h"
@@ -27,56 +28,21 @@ struct ApiError {
 
 ApiError BadData(std::string message) { return {400, "bad_data", std::move(message)}; }
 
-}  // namespace
+template <typename T>
+using Answer = tl::expected<T, ApiError>;
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
+// What an endpoint reads: the store, the limits, the request's parameters
+// (query string, then a POSTed form), the time it arrived and the route's
+// placeholder (the label name of /api/v1/label/{name}/values, undecoded).
+struct Call {
+  const store::Store& store;
+  const QueryApiOptions& options;
+  const Params& params;
+  std::int64_t now;
+  std::string_view arg;
+};
 
-namespace {
-
-void AppendMetric(std::string& out, const store::Labels& labels) {
-  out += "{";
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (i > 0) out += ',';
-    AppendJsonString(out, labels[i].name);
-    out += ':';
-    AppendJsonString(out, labels[i].value);
-  }
-  out += "}";
-}
-
-void Reply(net::HttpResponse& response, const std::string& data) {
-  response.status = 200;
-  response.content_type = "application/json";
-  response.body = R"({"status":"success","data":)" + data + "}";
-}
-
-void ReplyError(net::HttpResponse& response, const ApiError& e) {
-  response.status = e.status;
-  response.content_type = "application/json";
-  std::string body = R"({"status":"error","errorType":")";
-  body += e.type;
-  body += R"(","error":)";
-  AppendJsonString(body, e.message);
-  body += "}";
-  response.body = std::move(body);
-}
+// ---- Parameters -------------------------------------------------------------
 
 const std::string* Param(const Params& params, std::string_view name) {
   for (const auto& [k, v] : params) {
@@ -85,21 +51,40 @@ const std::string* Param(const Params& params, std::string_view name) {
   return nullptr;
 }
 
-// A time parameter, or `fallback` when absent.
-std::optional<ApiError> TimeParam(const Params& params, std::string_view name,
-                                  std::int64_t fallback, std::int64_t& out) {
+// The parameters of the query string and, for a POSTed form, of the body.
+Result<Params> ReadParams(const net::HttpRequest& request) {
+  auto params = net::ParseForm(request.query);
+  if (params && request.method == "POST" &&
+      request.Header("content-type").starts_with("application/x-www-form-urlencoded")) {
+    auto body = net::ParseForm(request.body);
+    if (!body) return tl::unexpected<Status>(body.error());
+    params->insert(params->end(), body->begin(), body->end());
+  }
+  return params;
+}
+
+// A time parameter; `fallback` when absent, or an error naming it when there
+// is no fallback.
+Answer<std::int64_t> TimeParam(const Params& params, std::string_view name,
+                               std::optional<std::int64_t> fallback) {
   const std::string* v = Param(params, name);
-  if (v == nullptr) {
-    out = fallback;
-    return std::nullopt;
-  }
-  auto t = ParseApiTime(*v);
+  if (v == nullptr && fallback) return *fallback;
+  auto t = v == nullptr ? std::nullopt : ParseApiTime(*v);
   if (!t) {
-    return BadData("invalid parameter \"" + std::string(name) + "\": cannot parse \"" + *v +
-                   "\" to a valid timestamp");
+    return tl::unexpected(BadData("invalid parameter \"" + std::string(name) +
+                                  "\": cannot parse \"" + (v == nullptr ? "" : *v) +
+                                  "\" to a valid timestamp"));
   }
-  out = *t;
-  return std::nullopt;
+  return *t;
+}
+
+// [start, end] of a metadata endpoint: all time when absent, as Prometheus.
+Answer<std::pair<std::int64_t, std::int64_t>> MetadataRange(const Params& params) {
+  auto start = TimeParam(params, "start", std::numeric_limits<std::int64_t>::min() / 2);
+  if (!start) return tl::unexpected(start.error());
+  auto end = TimeParam(params, "end", std::numeric_limits<std::int64_t>::max() / 2);
+  if (!end) return tl::unexpected(end.error());
+  return std::pair{*start, *end};
 }
 
 // A query: a vector selector, optionally with a range.
@@ -108,30 +93,78 @@ struct Selection {
   std::optional<std::int64_t> range_ms;
 };
 
-std::optional<ApiError> ParseQuery(std::string_view text, Selection& out) {
-  std::string_view q = text;
+Answer<Selection> ParseQuery(const Params& params) {
+  const std::string* text = Param(params, "query");
+  std::string_view q = text == nullptr ? std::string_view() : std::string_view(*text);
   while (!q.empty() && std::isspace(static_cast<unsigned char>(q.back())) != 0) q.remove_suffix(1);
+  Selection out;
   if (!q.empty() && q.back() == ']') {
     const std::size_t open = q.rfind('[');
-    if (open == std::string_view::npos)
-      return BadData("invalid parameter \"query\": unbalanced ']'");
+    if (open == std::string_view::npos) {
+      return tl::unexpected(BadData("invalid parameter \"query\": unbalanced ']'"));
+    }
     const std::string_view dur = q.substr(open + 1, q.size() - open - 2);
     std::int64_t ms = 0;
     if (!scrape::ParsePrometheusDuration(dur, &ms) || ms <= 0) {
-      return BadData("invalid parameter \"query\": bad range duration \"" + std::string(dur) +
-                     "\"");
+      return tl::unexpected(
+          BadData("invalid parameter \"query\": bad range duration \"" + std::string(dur) + "\""));
     }
     out.range_ms = ms;
     q = q.substr(0, open);
   }
   auto matchers = store::ParseSelector(q);
   if (!matchers) {
-    return BadData("invalid parameter \"query\": " + matchers.error().message() +
-                   " (gpucanary answers vector selectors, optionally with a range; not functions "
-                   "or operators)");
+    return tl::unexpected(
+        BadData("invalid parameter \"query\": " + matchers.error().message() +
+                " (gpucanary answers vector selectors, optionally with a range; not functions "
+                "or operators)"));
   }
   out.matchers = std::move(*matchers);
-  return std::nullopt;
+  return out;
+}
+
+// query_range's step: a duration ("15s") or a number of seconds; positive.
+Answer<std::int64_t> StepParam(const Params& params) {
+  const std::string* text = Param(params, "step");
+  std::optional<std::int64_t> step;
+  if (text != nullptr) {
+    std::int64_t ms = 0;
+    step = scrape::ParsePrometheusDuration(*text, &ms) ? std::optional<std::int64_t>(ms)
+                                                       : ParseApiTime(*text);  // seconds
+  }
+  if (!step || *step <= 0) {
+    return tl::unexpected(
+        BadData("invalid parameter \"step\": zero or negative query resolution "
+                "step widths are not accepted. Try a positive integer"));
+  }
+  return *step;
+}
+
+// ---- Reading the store ------------------------------------------------------
+
+// The series `matchers` select with their samples in [lo, hi], within the
+// per-query sample limit.
+Answer<std::vector<store::SeriesSamples>> ReadSeries(const Call& c,
+                                                     const std::vector<store::Matcher>& matchers,
+                                                     std::int64_t lo, std::int64_t hi) {
+  auto q = c.store.Query(matchers, lo, hi);
+  if (!q) return tl::unexpected(ApiError{500, "internal", q.error().message()});
+  std::vector<store::SeriesSamples> out;
+  std::uint64_t total = 0;
+  for (store::SeriesData& s : q->series) {
+    store::SeriesSamples ss;
+    if (Status st = q->Collect(s, ss.samples); !st.ok()) {
+      return tl::unexpected(ApiError{500, "internal", st.message()});
+    }
+    total += ss.samples.size();
+    if (total > c.options.max_samples) {
+      return tl::unexpected(
+          ApiError{422, "execution", "query processing would load too many samples into memory"});
+    }
+    ss.labels = std::move(s.labels);
+    out.push_back(std::move(ss));
+  }
+  return out;
 }
 
 // The newest sample at or before `t` within the lookback, unless it is a
@@ -146,317 +179,230 @@ const store::Sample* LatestAt(const std::vector<store::Sample>& samples, std::in
   return &*it;
 }
 
-}  // namespace
+// ---- JSON -------------------------------------------------------------------
 
-std::optional<std::int64_t> ParseApiTime(std::string_view text) {
-  if (auto t = ParseRfc3339Millis(text)) return t;
-  double seconds = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(seconds)) {
-    return std::nullopt;
+void AppendMetric(std::string& out, const store::Labels& labels) {
+  out += "{";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendJsonString(out, labels[i].name);
+    out += ':';
+    AppendJsonString(out, labels[i].value);
   }
-  // Sub-millisecond digits are truncated, as Prometheus does.
-  return static_cast<std::int64_t>(std::floor(seconds * 1000 + 1e-6));
+  out += "}";
 }
 
-void AppendPromValue(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v > 0 ? "+Inf" : "-Inf";
-    return;
-  }
-  char buf[400];  // the longest fixed-notation double (denormals) fits
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
-  out.append(buf, ec == std::errc() ? end : buf);
+// [1764680000,"1980"]
+void AppendPoint(std::string& out, std::int64_t t, double v) {
+  out += '[';
+  AppendPromTime(out, t);
+  out += ",\"";
+  AppendPromValue(out, v);
+  out += "\"]";
 }
 
-void AppendPromTime(std::string& out, std::int64_t t_ms) {
-  char buf[32];
-  const bool negative = t_ms < 0;
-  const std::uint64_t abs_ms =
-      negative ? ~static_cast<std::uint64_t>(t_ms) + 1 : static_cast<std::uint64_t>(t_ms);
-  int n = 0;
-  if (abs_ms % 1000 == 0) {
-    n = std::snprintf(
-        buf, sizeof buf, "%s%llu", negative ? "-" : "",
-        static_cast<unsigned long long>(abs_ms / 1000));  // NOLINT(google-runtime-int)
-  } else {
-    n = std::snprintf(
-        buf, sizeof buf, "%s%llu.%03llu", negative ? "-" : "",
-        static_cast<unsigned long long>(abs_ms / 1000),   // NOLINT(google-runtime-int)
-        static_cast<unsigned long long>(abs_ms % 1000));  // NOLINT(google-runtime-int)
+// A matrix result: every series for which `points(series, values)` wrote at
+// least one point into `values`.
+template <typename Points>
+std::string Matrix(const std::vector<store::SeriesSamples>& series, Points&& points) {
+  std::string data = R"({"resultType":"matrix","result":[)";
+  bool first = true;
+  for (const store::SeriesSamples& s : series) {
+    std::string values;
+    points(s, values);
+    if (values.empty()) continue;
+    if (!first) data += ',';
+    first = false;
+    data += R"({"metric":)";
+    AppendMetric(data, s.labels);
+    data += R"(,"values":[)" + values + "]}";
   }
-  out.append(buf, static_cast<std::size_t>(std::max(n, 0)));
+  return data + "]}";
 }
 
-QueryApi::QueryApi(const store::Store& store, const Clock& clock, QueryApiOptions options)
-    : store_(store), clock_(clock), options_(options) {}
+// A vector result at `t`: every series with a sample within the lookback.
+std::string Vector(const std::vector<store::SeriesSamples>& series, std::int64_t t,
+                   std::int64_t lookback_ms) {
+  std::string data = R"({"resultType":"vector","result":[)";
+  bool first = true;
+  for (const store::SeriesSamples& s : series) {
+    const store::Sample* x = LatestAt(s.samples, t, lookback_ms);
+    if (x == nullptr) continue;
+    if (!first) data += ',';
+    first = false;
+    data += R"({"metric":)";
+    AppendMetric(data, s.labels);
+    data += R"(,"value":)";
+    AppendPoint(data, t, x->v);
+    data += "}";
+  }
+  return data + "]}";
+}
 
-bool QueryApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {
-  static constexpr std::string_view kPrefix = "/api/v1/";
-  const std::string_view path = request.path;
-  if (path.substr(0, kPrefix.size()) != kPrefix) return false;
-  const std::string_view endpoint = path.substr(kPrefix.size());
-  const bool label_values = endpoint.starts_with("label/") && endpoint.ends_with("/values");
-  if (endpoint != "query" && endpoint != "query_range" && endpoint != "series" &&
-      endpoint != "labels" && !label_values) {
-    return false;
-  }
-  if (request.method != "GET" && request.method != "POST") {
-    response.status = 405;
-    response.headers.emplace_back("Allow", "GET, POST");
-    response.content_type = "text/plain";
-    response.body = "method not allowed\n";
-    return true;
-  }
-  auto params = net::ParseForm(request.query);
-  if (params && request.method == "POST" &&
-      request.Header("content-type").starts_with("application/x-www-form-urlencoded")) {
-    auto body = net::ParseForm(request.body);
-    if (!body) {
-      params = tl::unexpected<Status>(body.error());
-    } else {
-      params->insert(params->end(), body->begin(), body->end());
-    }
-  }
-  if (!params) {
-    ReplyError(response, BadData(params.error().message()));
-    return true;
-  }
-  const std::int64_t now = clock_.NowMs();
-
-  // Reads the series a selection needs with their samples in [lo, hi].
-  auto read = [&](const std::vector<store::Matcher>& matchers, std::int64_t lo, std::int64_t hi,
-                  std::vector<store::SeriesSamples>& out) -> std::optional<ApiError> {
-    auto q = store_.Query(matchers, lo, hi);
-    if (!q) return ApiError{500, "internal", q.error().message()};
-    std::uint64_t total = 0;
-    for (store::SeriesData& s : q->series) {
-      store::SeriesSamples ss;
-      if (Status st = q->Collect(s, ss.samples); !st.ok()) {
-        return ApiError{500, "internal", st.message()};
-      }
-      total += ss.samples.size();
-      if (total > options_.max_samples) {
-        return ApiError{422, "execution",
-                        "query processing would load too many samples into memory"};
-      }
-      ss.labels = std::move(s.labels);
-      out.push_back(std::move(ss));
-    }
-    return std::nullopt;
-  };
-
-  if (endpoint == "query" || endpoint == "query_range") {
-    const std::string* query = Param(*params, "query");
-    Selection sel;
-    if (auto e = ParseQuery(query == nullptr ? "" : *query, sel)) {
-      ReplyError(response, *e);
-      return true;
-    }
-    std::string data;
-    if (endpoint == "query") {
-      std::int64_t t = 0;
-      if (auto e = TimeParam(*params, "time", now, t)) {
-        ReplyError(response, *e);
-        return true;
-      }
-      std::vector<store::SeriesSamples> series;
-      const std::int64_t lo = sel.range_ms ? t - *sel.range_ms + 1 : t - options_.lookback_ms + 1;
-      if (auto e = read(sel.matchers, lo, t, series)) {
-        ReplyError(response, *e);
-        return true;
-      }
-      if (sel.range_ms) {
-        data = R"({"resultType":"matrix","result":[)";
-        bool first = true;
-        for (const store::SeriesSamples& s : series) {
-          std::string values;
-          for (const store::Sample& x : s.samples) {
-            if (store::IsStaleNaN(x.v)) continue;
-            if (!values.empty()) values += ',';
-            values += '[';
-            AppendPromTime(values, x.t);
-            values += ",\"";
-            AppendPromValue(values, x.v);
-            values += "\"]";
-          }
-          if (values.empty()) continue;
-          if (!first) data += ',';
-          first = false;
-          data += R"({"metric":)";
-          AppendMetric(data, s.labels);
-          data += R"(,"values":[)" + values + "]}";
-        }
-      } else {
-        data = R"({"resultType":"vector","result":[)";
-        bool first = true;
-        for (const store::SeriesSamples& s : series) {
-          const store::Sample* x = LatestAt(s.samples, t, options_.lookback_ms);
-          if (x == nullptr) continue;
-          if (!first) data += ',';
-          first = false;
-          data += R"({"metric":)";
-          AppendMetric(data, s.labels);
-          data += R"(,"value":[)";
-          AppendPromTime(data, t);
-          data += ",\"";
-          AppendPromValue(data, x->v);
-          data += "\"]}";
-        }
-      }
-      data += "]}";
-      Reply(response, data);
-      return true;
-    }
-    // query_range
-    if (sel.range_ms) {
-      ReplyError(response, BadData("invalid expression type \"range vector\" for range query, "
-                                   "must be Scalar or instant Vector"));
-      return true;
-    }
-    std::int64_t start = 0;
-    std::int64_t end = 0;
-    for (auto [name, out] :
-         {std::pair<const char*, std::int64_t*>{"start", &start}, {"end", &end}}) {
-      const std::string* v = Param(*params, name);
-      auto t = v == nullptr ? std::nullopt : ParseApiTime(*v);
-      if (!t) {
-        ReplyError(response,
-                   BadData(std::string("invalid parameter \"") + name + "\": cannot parse \"" +
-                           (v == nullptr ? "" : *v) + "\" to a valid timestamp"));
-        return true;
-      }
-      *out = *t;
-    }
-    if (end < start) {
-      ReplyError(response,
-                 BadData("invalid parameter \"end\": end timestamp must not be before start time"));
-      return true;
-    }
-    const std::string* step_text = Param(*params, "step");
-    std::optional<std::int64_t> step;
-    if (step_text != nullptr) {
-      std::int64_t ms = 0;
-      step = scrape::ParsePrometheusDuration(*step_text, &ms)
-                 ? std::optional<std::int64_t>(ms)
-                 : ParseApiTime(*step_text);  // seconds
-    }
-    if (!step || *step <= 0) {
-      ReplyError(response, BadData("invalid parameter \"step\": zero or negative query resolution "
-                                   "step widths are not accepted. Try a positive integer"));
-      return true;
-    }
-    if ((end - start) / *step > options_.max_points) {
-      ReplyError(response,
-                 BadData("exceeded maximum resolution of 11,000 points per timeseries. Try "
-                         "decreasing the query resolution (?step=XX)"));
-      return true;
-    }
-    std::vector<store::SeriesSamples> series;
-    if (auto e = read(sel.matchers, start - options_.lookback_ms + 1, end, series)) {
-      ReplyError(response, *e);
-      return true;
-    }
-    data = R"({"resultType":"matrix","result":[)";
-    bool first = true;
-    for (const store::SeriesSamples& s : series) {
-      std::string values;
-      for (std::int64_t t = start; t <= end; t += *step) {
-        const store::Sample* x = LatestAt(s.samples, t, options_.lookback_ms);
-        if (x == nullptr) continue;
-        if (!values.empty()) values += ',';
-        values += '[';
-        AppendPromTime(values, t);
-        values += ",\"";
-        AppendPromValue(values, x->v);
-        values += "\"]";
-      }
-      if (values.empty()) continue;
-      if (!first) data += ',';
-      first = false;
-      data += R"({"metric":)";
-      AppendMetric(data, s.labels);
-      data += R"(,"values":[)" + values + "]}";
-    }
-    data += "]}";
-    Reply(response, data);
-    return true;
-  }
-
-  // Metadata endpoints: series, labels, label values over [start, end]
-  // (default: all time, as Prometheus).
-  std::int64_t start = 0;
-  std::int64_t end = 0;
-  if (auto e = TimeParam(*params, "start", std::numeric_limits<std::int64_t>::min() / 2, start)) {
-    ReplyError(response, *e);
-    return true;
-  }
-  if (auto e = TimeParam(*params, "end", std::numeric_limits<std::int64_t>::max() / 2, end)) {
-    ReplyError(response, *e);
-    return true;
-  }
-  if (endpoint == "series") {
-    std::vector<std::vector<store::Matcher>> sets;
-    for (const auto& [k, v] : *params) {
-      if (k != "match[]") continue;
-      auto m = store::ParseSelector(v);
-      if (!m) {
-        ReplyError(response, BadData("invalid parameter \"match[]\": " + m.error().message()));
-        return true;
-      }
-      sets.push_back(std::move(*m));
-    }
-    if (sets.empty()) {
-      ReplyError(response, BadData("no match[] parameter provided"));
-      return true;
-    }
-    std::vector<store::Labels> all;
-    for (const auto& m : sets) {
-      auto found = store_.SeriesIn(m, start, end);
-      if (!found) {
-        ReplyError(response, ApiError{500, "internal", found.error().message()});
-        return true;
-      }
-      all.insert(all.end(), found->begin(), found->end());
-    }
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
-    std::string data = "[";
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (i > 0) data += ',';
-      AppendMetric(data, all[i]);
-    }
-    Reply(response, data + "]");
-    return true;
-  }
-  std::string label_name;
-  if (label_values) {
-    // The name is a path segment: percent-decoded, then checked like Prometheus.
-    auto decoded = net::PathDecode(endpoint.substr(6, endpoint.size() - 6 - 7));
-    if (!decoded || !recording::IsValidLabelName(*decoded)) {
-      ReplyError(response, BadData("invalid label name: \"" +
-                                   std::string(endpoint.substr(6, endpoint.size() - 13)) + "\""));
-      return true;
-    }
-    label_name = std::move(*decoded);
-  }
-  auto names =
-      label_values ? store_.LabelValues(label_name, start, end) : store_.LabelNames(start, end);
-  if (!names) {
-    ReplyError(response, ApiError{500, "internal", names.error().message()});
-    return true;
-  }
+Answer<std::string> StringList(const Result<std::vector<std::string>>& names) {
+  if (!names) return tl::unexpected(ApiError{500, "internal", names.error().message()});
   std::string data = "[";
   for (std::size_t i = 0; i < names->size(); ++i) {
     if (i > 0) data += ',';
     AppendJsonString(data, (*names)[i]);
   }
-  Reply(response, data + "]");
-  return true;
+  return data + "]";
+}
+
+// ---- The endpoints ----------------------------------------------------------
+
+// GET|POST /api/v1/query: query, time (default now). A selector with a range
+// answers its raw samples (a matrix), one without the latest sample at time
+// (a vector).
+Answer<std::string> Query(const Call& c) {
+  auto sel = ParseQuery(c.params);
+  if (!sel) return tl::unexpected(sel.error());
+  auto t = TimeParam(c.params, "time", c.now);
+  if (!t) return tl::unexpected(t.error());
+  const std::int64_t lo = sel->range_ms ? *t - *sel->range_ms + 1 : *t - c.options.lookback_ms + 1;
+  auto series = ReadSeries(c, sel->matchers, lo, *t);
+  if (!series) return tl::unexpected(series.error());
+  if (!sel->range_ms) return Vector(*series, *t, c.options.lookback_ms);
+  return Matrix(*series, [](const store::SeriesSamples& s, std::string& values) {
+    for (const store::Sample& x : s.samples) {
+      if (store::IsStaleNaN(x.v)) continue;
+      if (!values.empty()) values += ',';
+      AppendPoint(values, x.t, x.v);
+    }
+  });
+}
+
+// GET|POST /api/v1/query_range: query (no range), start, end, step; each
+// step's latest sample within the lookback.
+Answer<std::string> QueryRange(const Call& c) {
+  auto sel = ParseQuery(c.params);
+  if (!sel) return tl::unexpected(sel.error());
+  if (sel->range_ms) {
+    return tl::unexpected(BadData(
+        "invalid expression type \"range vector\" for range query, must be Scalar or instant "
+        "Vector"));
+  }
+  auto start = TimeParam(c.params, "start", std::nullopt);
+  if (!start) return tl::unexpected(start.error());
+  auto end = TimeParam(c.params, "end", std::nullopt);
+  if (!end) return tl::unexpected(end.error());
+  if (*end < *start) {
+    return tl::unexpected(
+        BadData("invalid parameter \"end\": end timestamp must not be before start time"));
+  }
+  auto step = StepParam(c.params);
+  if (!step) return tl::unexpected(step.error());
+  if ((*end - *start) / *step > c.options.max_points) {
+    return tl::unexpected(BadData(
+        "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
+        "resolution (?step=XX)"));
+  }
+  auto series = ReadSeries(c, sel->matchers, *start - c.options.lookback_ms + 1, *end);
+  if (!series) return tl::unexpected(series.error());
+  return Matrix(*series, [&](const store::SeriesSamples& s, std::string& values) {
+    for (std::int64_t t = *start; t <= *end; t += *step) {
+      const store::Sample* x = LatestAt(s.samples, t, c.options.lookback_ms);
+      if (x == nullptr) continue;
+      if (!values.empty()) values += ',';
+      AppendPoint(values, t, x->v);
+    }
+  });
+}
+
+// GET|POST /api/v1/series: match[] (repeated), start, end.
+Answer<std::string> Series(const Call& c) {
+  auto range = MetadataRange(c.params);
+  if (!range) return tl::unexpected(range.error());
+  std::vector<std::vector<store::Matcher>> sets;
+  for (const auto& [k, v] : c.params) {
+    if (k != "match[]") continue;
+    auto m = store::ParseSelector(v);
+    if (!m) return tl::unexpected(BadData("invalid parameter \"match[]\": " + m.error().message()));
+    sets.push_back(std::move(*m));
+  }
+  if (sets.empty()) return tl::unexpected(BadData("no match[] parameter provided"));
+  std::vector<store::Labels> all;
+  for (const auto& m : sets) {
+    auto found = c.store.SeriesIn(m, range->first, range->second);
+    if (!found) return tl::unexpected(ApiError{500, "internal", found.error().message()});
+    all.insert(all.end(), found->begin(), found->end());
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  std::string data = "[";
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i > 0) data += ',';
+    AppendMetric(data, all[i]);
+  }
+  return data + "]";
+}
+
+// GET|POST /api/v1/labels: start, end.
+Answer<std::string> Labels(const Call& c) {
+  auto range = MetadataRange(c.params);
+  if (!range) return tl::unexpected(range.error());
+  return StringList(c.store.LabelNames(range->first, range->second));
+}
+
+// GET|POST /api/v1/label/{name}/values: start, end.
+Answer<std::string> LabelValues(const Call& c) {
+  auto range = MetadataRange(c.params);
+  if (!range) return tl::unexpected(range.error());
+  // The name is a path segment: percent-decoded, then checked like Prometheus.
+  auto name = net::PathDecode(c.arg);
+  if (!name || !recording::IsValidLabelName(*name)) {
+    return tl::unexpected(BadData("invalid label name: \"" + std::string(c.arg) + "\""));
+  }
+  return StringList(c.store.LabelValues(*name, range->first, range->second));
+}
+
+// The route table.
+using AnswerFn = Answer<std::string> (*)(const Call& c);
+struct Endpoint {
+  std::string_view pattern;
+  AnswerFn answer;
+};
+constexpr std::array<Endpoint, 5> kEndpoints = {{
+    {"/api/v1/query", &Query},
+    {"/api/v1/query_range", &QueryRange},
+    {"/api/v1/series", &Series},
+    {"/api/v1/labels", &Labels},
+    {"/api/v1/label/{name...}/values", &LabelValues},
+}};
+
+// The steps every endpoint shares: its parameters, the time, the envelope.
+void Serve(const store::Store& store, const QueryApiOptions& options, const Clock& clock,
+           AnswerFn answer, const net::HttpRequest& request, std::string_view arg,
+           net::HttpResponse& response) {
+  Result<Params> params = ReadParams(request);
+  if (!params) {
+    ReplyApiError(response, 400, "bad_data", params.error().message());
+    return;
+  }
+  const Call call{store, options, *params, clock.NowMs(), arg};
+  const Answer<std::string> data = answer(call);
+  if (!data) {
+    ReplyApiError(response, data.error().status, data.error().type, data.error().message);
+    return;
+  }
+  ReplyApiData(response, 200, *data);
+}
+
+}  // namespace
+
+QueryApi::QueryApi(const store::Store& store, const Clock& clock, QueryApiOptions options) {
+  for (const Endpoint& e : kEndpoints) {
+    router_.Add(
+        "GET, POST", e.pattern,
+        [&store, &clock, options, answer = e.answer](
+            const net::HttpRequest& request, std::string_view arg, net::HttpResponse& response) {
+          Serve(store, options, clock, answer, request, arg, response);
+        });
+  }
+}
+
+bool QueryApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {
+  return router_.Handle(request, response);
 }
 
 }  // namespace gpucanary::daemon

@@ -18,14 +18,15 @@
 // ("NaN", "+Inf", never an exponent), series sorted by labels, staleness
 // markers never returned.
 //
+// Each endpoint is one function in query_api.cc, found through a route
+// table (daemon/router.h); the JSON pieces it writes are daemon/api_format.h.
+//
 // Thread-safe.
 
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
 
 #include "core/clock.h"
+#include "daemon/router.h"
 #include "net/http_message.h"
 #include "store/store.h"
 
@@ -39,32 +40,16 @@ struct QueryApiOptions {
 
 class QueryApi {
  public:
+  // `store` and `clock` must outlive this.
   QueryApi(const store::Store& store, const Clock& clock, QueryApiOptions options = {});
 
-  // Answers one of the endpoints above; false (response untouched) when the
-  // path is not one of them.
+  // Answers one of the endpoints above (405 with "Allow: GET, POST" for
+  // another method); false (response untouched) when the path is not one of
+  // them.
   bool Handle(const net::HttpRequest& request, net::HttpResponse& response) const;
 
  private:
-  const store::Store& store_;
-  const Clock& clock_;
-  QueryApiOptions options_;
+  Router router_;
 };
-
-// A time parameter: Unix seconds (fractions allowed) or RFC 3339. Returns
-// milliseconds; nullopt if malformed.
-std::optional<std::int64_t> ParseApiTime(std::string_view text);
-
-// Appends a sample value as Prometheus prints it (Go's FormatFloat 'f', -1):
-// shortest round trip, never an exponent; "NaN", "+Inf", "-Inf".
-void AppendPromValue(std::string& out, double v);
-
-// Appends `s` as a JSON string: quotes, backslashes and control characters
-// escaped, everything else (UTF-8) as is.
-void AppendJsonString(std::string& out, std::string_view s);
-
-// Appends a timestamp as a JSON number of seconds: "1764680000" or
-// "1764680000.500".
-void AppendPromTime(std::string& out, std::int64_t t_ms);
 
 }  // namespace gpucanary::daemon

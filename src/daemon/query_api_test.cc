@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "daemon/api_format.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "promql/client.h"
@@ -171,6 +172,67 @@ TEST_F(QueryApiTest, SeriesLabelsAndValues) {
   EXPECT_EQ(j["error"], "invalid label name: \"gpu-id\"");
   j = Get("/api/v1/label/g%zzpu/values", &status);
   EXPECT_EQ(status, 400);
+}
+
+TEST_F(QueryApiTest, OtherMethodsAre405AndOtherPathsNotOurs) {
+  net::FetchOptions o;
+  o.method = "DELETE";
+  auto r = net::Fetch(url_ + "/api/v1/query", o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->Header("allow"), "GET, POST");
+  EXPECT_EQ(r->body, "method not allowed\n");
+  o.method = "HEAD";
+  r = net::Fetch(url_ + "/api/v1/labels", o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 405);
+  for (const char* path : {"/api/v1/nothing", "/api/v1/query/", "/api/v1/label/gpu"}) {
+    r = net::Fetch(url_ + path);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 404) << path;  // the test server's answer when Handle declines
+  }
+}
+
+TEST_F(QueryApiTest, APostedFormAddsToTheQueryString) {
+  net::FetchOptions o;
+  o.method = "POST";
+  o.content_type = "application/x-www-form-urlencoded";
+  o.body = "time=" + std::to_string(kT0 / 1000 + 400);
+  auto r = net::Fetch(url_ + "/api/v1/query?query=DCGM_FI_DEV_SM_CLOCK", o);
+  ASSERT_TRUE(r.has_value());
+  Json j = Json::parse(r->body, nullptr, false);
+  ASSERT_EQ(j["status"], "success");
+  EXPECT_EQ(j["data"]["result"].size(), 1U);  // gpu 1 is stale at 400 s
+  o.body = "query=%zz";
+  r = net::Fetch(url_ + "/api/v1/query", o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 400);
+}
+
+TEST_F(QueryApiTest, LabelNamesAreReadFromThePathAsWritten) {
+  int status = 0;
+  // "/api/v1/label/values" reads as the label "values" (none here).
+  Json j = Get("/api/v1/label/values", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(j["data"], Json::array());
+  j = Get("/api/v1/label/a/b/values", &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(j["error"], "invalid label name: \"a/b\"");
+}
+
+TEST_F(QueryApiTest, QueryRangeParameterErrors) {
+  int status = 0;
+  Json j = Get("/api/v1/query_range?query=up&end=5&step=1", &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(j["error"], "invalid parameter \"start\": cannot parse \"\" to a valid timestamp");
+  j = Get("/api/v1/query_range?query=up&start=1&end=5&step=0", &status);
+  EXPECT_EQ(j["error"],
+            "invalid parameter \"step\": zero or negative query resolution step widths are not "
+            "accepted. Try a positive integer");
+  j = Get("/api/v1/query_range?query=up%5B1m%5D&start=1&end=5&step=1", &status);
+  EXPECT_EQ(j["error"],
+            "invalid expression type \"range vector\" for range query, must be Scalar or instant "
+            "Vector");
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-#include "daemon/query_api.h"
+#include "daemon/api_format.h"
 #include "net/url.h"
 #include "recording/openmetrics_text.h"
 
@@ -16,38 +16,11 @@ constexpr std::string_view kCollection = "/api/v1/releases";
 constexpr int kDefaultLimit = 1000;
 constexpr int kMaxLimit = 10000;
 
-void ReplyError(net::HttpResponse& response, int status, std::string_view type,
-                std::string_view message) {
-  response.status = status;
-  response.content_type = "application/json";
-  std::string body = R"({"status":"error","errorType":)";
-  AppendJsonString(body, type);
-  body += R"(,"error":)";
-  AppendJsonString(body, message);
-  body += "}";
-  response.body = std::move(body);
-}
-
-void ReplyData(net::HttpResponse& response, int status, std::string_view data) {
-  response.status = status;
-  response.content_type = "application/json";
-  response.body = R"({"status":"success","data":)";
-  response.body += data;
-  response.body += "}";
-}
-
 void ReplyId(net::HttpResponse& response, int status, std::string_view id) {
   std::string data = R"({"id":)";
   AppendJsonString(data, id);
   data += "}";
-  ReplyData(response, status, data);
-}
-
-void MethodNotAllowed(net::HttpResponse& response, std::string_view allow) {
-  response.status = 405;
-  response.headers.emplace_back("Allow", std::string(allow));
-  response.content_type = "text/plain";
-  response.body = "method not allowed\n";
+  ReplyApiData(response, status, data);
 }
 
 // The same annotation: equal as JSON values (key order, spacing and number
@@ -118,59 +91,47 @@ ReleaseApi::ReleaseApi(store::MetaDb& meta, const Clock& clock, ReleasesConfig c
       clock_(clock),
       config_(config),
       log_(std::move(log)),
-      publisher_(std::move(publish), log_) {}
+      publisher_(std::move(publish), log_) {
+  const std::string item = std::string(kCollection) + "/{id}";
+  router_.Add("GET, HEAD", kCollection,
+              [this](const net::HttpRequest& request, std::string_view /*arg*/,
+                     net::HttpResponse& response) { List(request, response); });
+  router_.Add("POST", kCollection,
+              [this](const net::HttpRequest& request, std::string_view /*arg*/,
+                     net::HttpResponse& response) { Post(request, response); });
+  router_.Add("GET, HEAD", item,
+              [this](const net::HttpRequest& /*request*/, std::string_view id,
+                     net::HttpResponse& response) { Get(id, response); });
+}
 
 bool ReleaseApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) {
-  const std::string_view path = request.path;
-  const bool read = request.method == "GET" || request.method == "HEAD";
-  if (path == kCollection) {
-    if (read) {
-      List(request, response);
-    } else if (request.method == "POST") {
-      Post(request, response);
-    } else {
-      MethodNotAllowed(response, "GET, HEAD, POST");
-    }
-    return true;
-  }
-  if (!path.starts_with(kCollection) || path.size() <= kCollection.size() + 1 ||
-      path[kCollection.size()] != '/') {
-    return false;
-  }
-  const std::string_view segment = path.substr(kCollection.size() + 1);
-  if (segment.find('/') != std::string_view::npos) return false;
-  if (!read) {
-    MethodNotAllowed(response, "GET, HEAD");
-    return true;
-  }
-  Get(segment, response);
-  return true;
+  return router_.Handle(request, response);
 }
 
 void ReleaseApi::Post(const net::HttpRequest& request, net::HttpResponse& response) {
   if (request.body.size() > config_.max_body_bytes) {
-    ReplyError(response, 413, "bad_data",
-               "annotation of " + std::to_string(request.body.size()) + " bytes is over the " +
-                   std::to_string(config_.max_body_bytes) + "-byte limit (releases.max_body)");
+    ReplyApiError(response, 413, "bad_data",
+                  "annotation of " + std::to_string(request.body.size()) + " bytes is over the " +
+                      std::to_string(config_.max_body_bytes) + "-byte limit (releases.max_body)");
     return;
   }
   auto release = releases::ParseRelease(request.body);
   if (!release) {
-    ReplyError(response, 400, "bad_data", release.error().message());
+    ReplyApiError(response, 400, "bad_data", release.error().message());
     return;
   }
   std::lock_guard<std::mutex> lock(post_mu_);
   auto existing = meta_.GetRelease(release->id);
   if (!existing) {
-    ReplyError(response, 500, "internal", existing.error().message());
+    ReplyApiError(response, 500, "internal", existing.error().message());
     return;
   }
   if (existing->has_value()) {
     if (SameAnnotation((*existing)->annotation, release->annotation)) {
       ReplyId(response, 200, release->id);
     } else {
-      ReplyError(response, 409, "conflict",
-                 "release '" + release->id + "' exists with a different annotation");
+      ReplyApiError(response, 409, "conflict",
+                    "release '" + release->id + "' exists with a different annotation");
     }
     return;
   }
@@ -178,7 +139,7 @@ void ReleaseApi::Post(const net::HttpRequest& request, net::HttpResponse& respon
                                     release->annotation};
   if (Status s = meta_.PutRelease(record); !s.ok()) {
     const bool conflict = s.code() == StatusCode::kInvalidArgument;
-    ReplyError(response, conflict ? 409 : 500, conflict ? "conflict" : "internal", s.message());
+    ReplyApiError(response, conflict ? 409 : 500, conflict ? "conflict" : "internal", s.message());
     return;
   }
   Log("serve: release '" + release->id + "' announced" +
@@ -203,18 +164,18 @@ void ReleaseApi::Post(const net::HttpRequest& request, net::HttpResponse& respon
   } else {
     data += R"(,"canary":null)";
   }
-  ReplyData(response, 201, data + "}");
+  ReplyApiData(response, 201, data + "}");
 }
 
 void ReleaseApi::List(const net::HttpRequest& request, net::HttpResponse& response) const {
   const ListParams params = ReadListParams(request.query);
   if (params.error) {
-    ReplyError(response, 400, "bad_data", *params.error);
+    ReplyApiError(response, 400, "bad_data", *params.error);
     return;
   }
   auto list = meta_.ListReleases(params.filter);
   if (!list) {
-    ReplyError(response, 500, "internal", list.error().message());
+    ReplyApiError(response, 500, "internal", list.error().message());
     return;
   }
   std::string data = "[";
@@ -223,25 +184,25 @@ void ReleaseApi::List(const net::HttpRequest& request, net::HttpResponse& respon
     data += (*list)[i].annotation;
   }
   data += ']';
-  ReplyData(response, 200, data);
+  ReplyApiData(response, 200, data);
 }
 
 void ReleaseApi::Get(std::string_view encoded_id, net::HttpResponse& response) const {
   auto id = net::PathDecode(encoded_id);
   if (!id) {
-    ReplyError(response, 400, "bad_data", "bad release id: " + id.error().message());
+    ReplyApiError(response, 400, "bad_data", "bad release id: " + id.error().message());
     return;
   }
   auto release = meta_.GetRelease(*id);
   if (!release) {
-    ReplyError(response, 500, "internal", release.error().message());
+    ReplyApiError(response, 500, "internal", release.error().message());
     return;
   }
   if (!release->has_value()) {
-    ReplyError(response, 404, "not_found", "release '" + *id + "' not found");
+    ReplyApiError(response, 404, "not_found", "release '" + *id + "' not found");
     return;
   }
-  ReplyData(response, 200, (*release)->annotation);
+  ReplyApiData(response, 200, (*release)->annotation);
 }
 
 void ReleaseApi::AppendMetrics(std::string& out) const {

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "core/clock.h"
+#include "daemon/router.h"
 #include "daemon/serve_config.h"
 #include "net/http_message.h"
 #include "releases/publisher.h"
@@ -36,7 +37,8 @@ class ReleaseApi {
   ReleaseApi(store::MetaDb& meta, const Clock& clock, ReleasesConfig config,
              releases::PublishConfig publish, std::function<void(std::string_view)> log);
 
-  // Answers the endpoints above; false (response untouched) for other paths.
+  // Answers the endpoints above (405 with Allow for another method); false
+  // (response untouched) for other paths.
   bool Handle(const net::HttpRequest& request, net::HttpResponse& response);
 
   // gpucanary_release_info{id,service,version,...} 1 and
@@ -72,6 +74,7 @@ class ReleaseApi {
   // One POST at a time: "is it new?" and "store it" must not interleave, or
   // two identical POSTs could both answer 201 and publish twice.
   std::mutex post_mu_;
+  Router router_;  // its routes call the members above
 };
 
 }  // namespace gpucanary::daemon

@@ -12,8 +12,8 @@
 
 #include "analysis/policy/policy.h"
 #include "canary/config.h"
+#include "config/http_headers.h"
 #include "config/yaml_fields.h"
-#include "net/http_message.h"
 #include "net/url.h"
 
 namespace gpucanary::daemon {
@@ -36,6 +36,9 @@ constexpr std::array<std::string_view, 4> kPublishKeys = {"grafana", "otlp", "ti
 constexpr std::array<std::string_view, 5> kGrafanaKeys = {"url", "token", "token_file", "tags",
                                                           "dashboard_uid"};
 constexpr std::array<std::string_view, 2> kOtlpKeys = {"endpoint", "headers"};
+// The OTLP client sets these itself.
+constexpr std::array<std::string_view, 3> kOtlpReservedHeaders = {"content-type", "content-length",
+                                                                  "host"};
 
 Status ReadListen(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
   auto text = config::ReadString(r, node, "listen");
@@ -251,23 +254,11 @@ Status ReadOtlp(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
   if (!text) return text.error();
   sink.endpoint = *text;
   if (const YAML::Node* n = fields->Find("headers")) {
-    auto headers = Fields::Read(r, *n, "publish.otlp.headers", {});
+    config::HttpHeaderRules rules;
+    rules.reserved = kOtlpReservedHeaders;
+    auto headers = config::ReadHttpHeaders(r, *n, "publish.otlp.headers", rules);
     if (!headers) return headers.error();
-    for (const Fields::Entry& e : headers->entries()) {
-      const std::string field = config::Child("publish.otlp.headers", e.name);
-      if (!net::IsHeaderName(e.name) || net::EqualsIgnoreCase(e.name, "content-type") ||
-          net::EqualsIgnoreCase(e.name, "content-length") ||
-          net::EqualsIgnoreCase(e.name, "host")) {
-        return r.Fail(e.key, field, "not a header name gpucanary may set");
-      }
-      auto value = config::ReadString(r, e.value, field);
-      if (!value) return value.error();
-      if (value->find_first_of("\r\n") != std::string::npos ||
-          value->find('\0') != std::string::npos) {
-        return r.Fail(e.value, field, "a header value must not hold line breaks");
-      }
-      sink.headers.emplace_back(e.name, *value);
-    }
+    sink.headers = std::move(*headers);
   }
   out.publish.otlp = std::move(sink);
   return Status::Ok();

@@ -12,10 +12,58 @@ size_t SkipBlanks(std::string_view line, size_t pos) {
   return pos;
 }
 
+// The quoted cell that opens at line[open], appended to *cells; *pos ends
+// after it and the blanks that follow (at the comma, or past the end).
+// Errors as SplitCsvLine's.
+std::optional<CsvSplitError> ReadQuotedCell(std::string_view line, size_t open,
+                                            const CsvSplitOptions& options,
+                                            std::vector<CsvCell>* cells, std::string* scratch,
+                                            size_t* pos) {
+  const size_t scratch_start = scratch->size();
+  bool escaped = false;
+  size_t run_start = open + 1;
+  size_t quote = open;
+  while (true) {
+    quote = line.find('"', quote + 1);
+    if (quote == std::string_view::npos) {
+      if (!options.lenient_quotes) return CsvSplitError{open, "unterminated quoted cell"};
+      quote = line.size();  // the end of the line closes the cell
+      break;
+    }
+    if (quote + 1 >= line.size() || line[quote + 1] != '"') break;
+    escaped = true;
+    scratch->append(line.substr(run_start, quote + 1 - run_start));
+    ++quote;
+    run_start = quote + 1;
+  }
+  std::string_view text;
+  if (escaped) {
+    scratch->append(line.substr(run_start, quote - run_start));
+    text = std::string_view(*scratch).substr(scratch_start);
+  } else {
+    text = line.substr(open + 1, quote - open - 1);
+  }
+  cells->push_back(CsvCell{text, open});
+  *pos = SkipBlanks(line, quote + 1);
+  if (*pos >= line.size() || line[*pos] == ',') return std::nullopt;
+  if (!options.lenient_quotes) {
+    return CsvSplitError{*pos, "unexpected text after a closing quote"};
+  }
+  // The text up to the next comma, blanks trimmed, joins the cell.
+  const size_t comma = std::min(line.find(',', *pos), line.size());
+  size_t end = comma;
+  while (end > *pos && IsBlank(line[end - 1])) --end;
+  if (!escaped) scratch->append(text);
+  scratch->append(line.substr(*pos, end - *pos));
+  cells->back().text = std::string_view(*scratch).substr(scratch_start);
+  *pos = comma;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<CsvSplitError> SplitCsvLine(std::string_view line, std::vector<CsvCell>* cells,
-                                          std::string* scratch) {
+                                          std::string* scratch, const CsvSplitOptions& options) {
   cells->clear();
   scratch->clear();
   // Unquoted text is never longer than the line: no reallocation, views stay valid.
@@ -24,37 +72,7 @@ std::optional<CsvSplitError> SplitCsvLine(std::string_view line, std::vector<Csv
   while (true) {
     pos = SkipBlanks(line, pos);
     if (pos < line.size() && line[pos] == '"') {
-      const size_t open = pos;
-      const size_t scratch_start = scratch->size();
-      bool escaped = false;
-      size_t run_start = pos + 1;
-      ++pos;
-      while (true) {
-        const size_t quote = line.find('"', pos);
-        if (quote == std::string_view::npos) {
-          return CsvSplitError{open, "unterminated quoted cell"};
-        }
-        if (quote + 1 < line.size() && line[quote + 1] == '"') {
-          escaped = true;
-          scratch->append(line.substr(run_start, quote + 1 - run_start));
-          pos = quote + 2;
-          run_start = pos;
-          continue;
-        }
-        std::string_view text;
-        if (escaped) {
-          scratch->append(line.substr(run_start, quote - run_start));
-          text = std::string_view(*scratch).substr(scratch_start);
-        } else {
-          text = line.substr(open + 1, quote - open - 1);
-        }
-        cells->push_back(CsvCell{text, open});
-        pos = SkipBlanks(line, quote + 1);
-        break;
-      }
-      if (pos < line.size() && line[pos] != ',') {
-        return CsvSplitError{pos, "unexpected text after a closing quote"};
-      }
+      if (auto error = ReadQuotedCell(line, pos, options, cells, scratch, &pos)) return error;
     } else {
       const size_t comma = std::min(line.find(',', pos), line.size());
       size_t end = comma;

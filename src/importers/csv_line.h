@@ -25,12 +25,22 @@ struct CsvSplitError {
   std::string message;
 };
 
+struct CsvSplitOptions {
+  // Forgive malformed quoting instead of returning an error, as
+  // `gpucanary changepoints` always has: an unterminated quoted cell runs to
+  // the end of the line (its "" still one quote), and text after a closing
+  // quote, blanks around it trimmed, joins the cell ("a" b,c -> ab, c).
+  bool lenient_quotes = false;
+};
+
 // Splits `line` into *cells (cleared first). Views point into `line`, or into
-// *scratch for quoted cells containing "", so both must outlive the cells and
-// *scratch must not be touched meanwhile. An empty line yields one empty cell.
-// Returns an error for an unterminated quote or text after a closing quote.
+// *scratch for quoted cells containing "" (or, lenient, followed by text), so
+// both must outlive the cells and *scratch must not be touched meanwhile. An
+// empty line yields one empty cell. Returns an error for an unterminated
+// quote or text after a closing quote, unless options.lenient_quotes.
 std::optional<CsvSplitError> SplitCsvLine(std::string_view line, std::vector<CsvCell>* cells,
-                                          std::string* scratch);
+                                          std::string* scratch,
+                                          const CsvSplitOptions& options = {});
 
 // The 1-based character column of `byte_offset` in `line`, counting UTF-8 code
 // points (so a multi-byte character counts once).

@@ -60,6 +60,26 @@ TEST(CsvLineTest, QuoteErrors) {
   EXPECT_EQ(trailing->offset, 7u);
 }
 
+TEST(CsvLineTest, LenientQuotesForgiveWhatStrictRefuses) {
+  std::vector<CsvCell> cells;
+  std::string scratch;
+  const CsvSplitOptions lenient{.lenient_quotes = true};
+  // An unterminated quote runs to the end of the line, commas and "" included.
+  ASSERT_FALSE(SplitCsvLine(R"(1,"a""b, c  )", &cells, &scratch, lenient).has_value());
+  EXPECT_EQ(Texts(cells), (std::vector<std::string>{"1", "a\"b, c  "}));
+  EXPECT_EQ(Offsets(cells), (std::vector<size_t>{0, 2}));
+  // Text after a closing quote joins the cell, blanks around it trimmed.
+  ASSERT_FALSE(SplitCsvLine(R"("ab" c d ,"x""y"z,"q" ,w)", &cells, &scratch, lenient).has_value());
+  EXPECT_EQ(Texts(cells), (std::vector<std::string>{"abc d", "x\"yz", "q", "w"}));
+  EXPECT_EQ(Offsets(cells), (std::vector<size_t>{0, 10, 18, 23}));
+  ASSERT_FALSE(SplitCsvLine(R"("a"b"c",d)", &cells, &scratch, lenient).has_value());
+  EXPECT_EQ(Texts(cells), (std::vector<std::string>{"ab\"c\"", "d"}));
+  // Well-formed lines split as in strict mode.
+  ASSERT_FALSE(SplitCsvLine(R"(1,"NVIDIA H100, SXM" , "say ""hi""",x)", &cells, &scratch, lenient)
+                   .has_value());
+  EXPECT_EQ(Texts(cells), (std::vector<std::string>{"1", "NVIDIA H100, SXM", "say \"hi\"", "x"}));
+}
+
 TEST(CsvLineTest, CharacterColumnCountsCodePoints) {
   EXPECT_EQ(CharacterColumn("abc", 0), 1u);
   EXPECT_EQ(CharacterColumn("abc", 2), 3u);

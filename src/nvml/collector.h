@@ -94,9 +94,13 @@ class Collector {
 
  private:
   struct Gpu;
+  class GpuReader;  // one GPU's queries of one Sample (collector_read.cc)
   Collector(const Library& library, CollectorOptions options);
   void ReadGpu(Gpu& gpu, std::int64_t now_ms, dcgm::Readings& r);
   void ReadGpm(Gpu& gpu, std::int64_t now_ms, dcgm::Readings& r);
+  static void ApplyGpm(const Gpu& gpu, dcgm::Readings& r);
+  void GpmSampleFailed(Gpu& gpu, nvmlReturn_t rc);
+  bool GetGpmMetrics(Gpu& gpu, int next, std::int64_t now_ms);
   void StartEvents();
   void EventLoop();
   void Log(const std::string& line) const;
@@ -107,7 +111,7 @@ class Collector {
   std::string driver_version_;
   std::vector<std::unique_ptr<Gpu>> gpus_;
 
-  mutable std::mutex mu_;  // guards the shared parts of Gpu (see collector.cc)
+  mutable std::mutex mu_;  // guards the shared parts of Gpu (see collector_internal.h)
   nvmlEventSet_t event_set_ = nullptr;
   // The GPM query (13 KB): allocated once, used by the sampling thread only.
   std::unique_ptr<nvmlGpmMetricsGet_t> gpm_get_;
