@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/judge.h"
-#include "analysis/judge_internal.h"
+#include "analysis/judge/internal.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 #include "analysis/suite/suite.h"
 #include "core/status.h"

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 #include "analysis/rules/rules.h"
 #include "analysis/stats/blocks.h"

@@ -1,4 +1,4 @@
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 
 #include <algorithm>
 #include <bit>
@@ -9,8 +9,8 @@
 #include <tuple>
 #include <utility>
 
-#include "analysis/diagnose.h"
-#include "analysis/judge_internal.h"
+#include "analysis/judge/diagnose.h"
+#include "analysis/judge/internal.h"
 #include "analysis/stats/histogram_quantile.h"
 #include "core/status.h"
 
