@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/judge.h"
-#include "analysis/judge_internal.h"
+#include "analysis/judge/internal.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 
 namespace {
@@ -43,7 +43,7 @@ const std::vector<double> kLatencyBuckets = {0.3, 0.5, 0.8, 1,  1.5, 2,  2.5, 5,
 Fleet MakeFleet(int canary_gpus) {
   Fleet f;
   const int nodes_per_arm = (canary_gpus + kGpusPerNode - 1) / kGpusPerNode;
-  for (std::string_view name : an::internal::kGpuSlotNames) {
+  for (std::string_view name : an::judge_internal::kGpuSlotNames) {
     f.metrics.push_back({std::string(name), an::MetricKind::kGauge});
   }
   const int gpu_metrics = static_cast<int>(f.metrics.size());

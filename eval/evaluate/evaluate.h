@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 #include "core/status.h"
 #include "eval/suite/suite.h"

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/live/prometheus_history.h"
 #include "analysis/live/store_source.h"
 #include "analysis/policy/policy.h"

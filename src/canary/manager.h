@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 #include "canary/history.h"
 #include "core/clock.h"

@@ -1,6 +1,6 @@
 // gpucanary judge --baseline BASE --canary CANARY [--release-start T] [--policy FILE]
 //   [--output json]: the offline judge of DESIGN.md §6. Replays both recordings
-// in time order through the judge engine (src/analysis/judge.h), as if live,
+// in time order through the judge engine (src/analysis/judge/judge.h), as if live,
 // and prints its report as one JSON object on stdout.
 //
 // Exit status (DESIGN.md §6): 0 pass, 1 fail, 2 inconclusive, 3 bad input or
@@ -19,7 +19,7 @@
 #include <system_error>
 #include <utility>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 #include "analysis/replay/replay.h"
 #include "analysis/report/report_json.h"

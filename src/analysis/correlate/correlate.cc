@@ -12,7 +12,7 @@
 
 #include "analysis/correlate/series.h"
 #include "analysis/cpd/cpd.h"
-#include "analysis/diagnose.h"
+#include "analysis/judge/diagnose.h"
 #include "core/time_format.h"
 #include "dcgm/xid.h"
 #include "store/matcher.h"

@@ -28,7 +28,7 @@
 #include <string>
 #include <string_view>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "core/status.h"
 
 namespace gpucanary::analysis {

@@ -4,7 +4,7 @@
 // baseline recordings, the replay reads them back, the judge decides. Set
 // GC_JUDGE_VERBOSE=1 to print each report.
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 
 #include <gtest/gtest.h>
 

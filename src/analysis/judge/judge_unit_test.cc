@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 
 namespace gpucanary::analysis {

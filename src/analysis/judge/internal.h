@@ -1,6 +1,8 @@
 #pragma once
-// Internals of the judge engine shared by judge.cc (the incremental engine)
-// and diagnose.cc (signatures, scope and sentences). Not a public API.
+// Internals of the judge engine shared by its rooms (docs/analysis-method.md,
+// "Code layout"): the DCGM fields it always reads, what a measure compares,
+// the timeline every room reads, and the record of a finding. Not a public
+// API: the judge's own files and its benchmark include it.
 
 #include <array>
 #include <cmath>
@@ -11,14 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
-#include "analysis/rules/rules.h"
-#include "analysis/stats/blocks.h"
 #include "analysis/stats/confidence_sequence.h"
-#include "analysis/stats/count_test.h"
 
-namespace gpucanary::analysis::internal {
+namespace gpucanary::analysis::judge_internal {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -101,88 +100,43 @@ struct Measure {
   double alpha_whole = 0;  // error rate of the whole-canary comparison
   double alpha_unit = 0;   // error rate of each per-unit comparison (before the unit split)
   // Resolved from the catalog as names appear (-1: not seen yet).
-  int gpu_slot = -1;       // kGpuGauge/kGpuRate/kGpuCount: slot index in GpuState values
+  int gpu_slot = -1;       // kGpuGauge/kGpuRate/kGpuCount: slot index in the fleet's GPU values
   int node_slot = -1;      // kNodeRate: node slot; kNodeMean: the _sum slot
   int node_slot2 = -1;     // kNodeMean: the _count slot
   std::string family;      // kNodeTail: histogram family name
   int family_metric = -1;  // kNodeTail: catalog index of the family
 };
 
-// One CS comparison: a unit (the whole canary, a canary GPU or node) against
-// the pooled matched baseline, block by block.
-struct Comparison {
-  stats::BlockAccumulator blocks;
-  stats::ConfidenceSequence cs;
-  double alpha = 0;
-  double lo = -kInf;  // running intersection of the log-ratio CS
-  double hi = kInf;
-  stats::Decision decision = stats::Decision::kUndecided;
-  std::optional<std::int64_t> decided_at;
-  double canary_sum = 0;  // sums of block means, for point estimates
-  double baseline_sum = 0;
-  std::int64_t blocks_used = 0;
-  // History (before the unit's release): mean log ratio of block means.
-  stats::BlockAccumulator history;
-  double history_sum = 0;
-  std::int64_t history_blocks = 0;
+// Whether `change` (relative, NaN: unknown) is worse than `margin` in the
+// harmful direction.
+inline bool Worse(MetricPolicy::Better better, double change, double margin) {
+  if (std::isnan(change)) return false;
+  return better == MetricPolicy::Better::kHigher ? change < -margin : change > margin;
+}
 
-  Comparison(std::int64_t block_s, double min_fraction, std::int64_t origin, double rho,
-             double alpha_, std::int64_t history_origin)
-      : blocks(block_s, min_fraction, origin),
-        cs(rho, stats::CsScale::kStandardized),
-        alpha(alpha_),
-        history(block_s, min_fraction, history_origin) {}
+// The decision an interval of the relative change supports.
+inline stats::Decision Decide(MetricPolicy::Better better, stats::Bounds rel, double margin) {
+  return better == MetricPolicy::Better::kHigher ? stats::DecideDrop(rel, margin)
+                                                 : stats::DecideRise(rel, margin);
+}
 
-  double change() const {  // point estimate, relative
-    if (blocks_used == 0 || !(baseline_sum > 0)) return kNaN;
-    return canary_sum / baseline_sum - 1.0;
+// The judge's clock, in the data's Unix seconds: where the release starts,
+// the ticks seen so far, and where the judged blocks begin. Every room reads
+// it; the facade advances it.
+struct Timeline {
+  std::optional<std::int64_t> release_start;  // JudgeOptions::release_start_s
+  std::int64_t warmup_s = 0;                  // the policy's warm-up, whole seconds
+  std::optional<std::int64_t> first_tick;
+  std::optional<std::int64_t> last_tick;
+
+  // Where the judged blocks are aligned: release start + warm-up, else the
+  // first tick.
+  std::int64_t BlockOrigin() const {
+    return release_start ? *release_start + warmup_s : first_tick.value_or(0);
   }
-  double history_change() const {
-    return history_blocks == 0 ? kNaN
-                               : std::expm1(history_sum / static_cast<double>(history_blocks));
-  }
+  // A tick of the canary's own history (before --release-start).
+  bool BeforeRelease(std::int64_t t) const { return release_start && t < *release_start; }
 };
-
-// One count test: canary events against baseline events, given the
-// canary's share of the exposure.
-struct CountComparison {
-  stats::CountTest test;
-  double alpha = 0;
-  bool rejected = false;
-  std::optional<std::int64_t> decided_at;
-  double canary_exposure = 0;  // GPU-seconds, or tokens for service events
-  double baseline_exposure = 0;
-  std::int64_t ticks = 0;  // ticks with canary exposure
-  // History: events and exposure before the unit's release.
-  double history_canary = 0, history_baseline = 0, history_canary_exposure = 0,
-         history_baseline_exposure = 0;
-  // Canary rate over baseline rate: +inf when only the canary has events,
-  // 1 when neither has (no evidence of a difference), NaN without exposure.
-  double rate_ratio() const {
-    const double a = static_cast<double>(test.canary_events());
-    const double b = static_cast<double>(test.baseline_events());
-    if (canary_exposure <= 0 || baseline_exposure <= 0) return kNaN;
-    if (b <= 0) return a > 0 ? kInf : 1.0;
-    return (a / canary_exposure) / (b / baseline_exposure);
-  }
-};
-
-// A hard rule's hit on one GPU.
-struct RuleHit {
-  int gpu = 0;
-  std::string kind;  // cause kind
-  std::string rule;  // "throttle", "pcie_link", "xid", "ecc_dbe"
-  std::int64_t onset = 0;
-  std::int64_t fired = 0;
-  bool critical = false;
-  bool history = false;  // before the GPU's release: a node fault
-  std::string detail;    // "reasons 0x88", "x8 Gen4 (max x16 Gen5)", "XID 79"
-  std::uint64_t bits = 0;
-};
-
-}  // namespace gpucanary::analysis::internal
-
-namespace gpucanary::analysis::internal {
 
 // Something the judge found: a rule hit or a metric worse than its margin,
 // with the mechanism it points to and its scope.
@@ -203,4 +157,4 @@ struct MetricFinding {
   int measure_unit = 0;  // its unit (0: whole canary)
 };
 
-}  // namespace gpucanary::analysis::internal
+}  // namespace gpucanary::analysis::judge_internal

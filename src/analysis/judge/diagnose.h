@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/judge.h"
+#include "analysis/judge/judge.h"
 
 namespace gpucanary::analysis {
 

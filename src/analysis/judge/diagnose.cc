@@ -1,4 +1,4 @@
-#include "analysis/diagnose.h"
+#include "analysis/judge/diagnose.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,0 +1,409 @@
+#include "analysis/judge/measures.h"
+
+#include <algorithm>
+#include <string>
+
+namespace gpucanary::analysis::judge_internal {
+namespace {
+
+// A measure of a policy metric. Service metrics are vLLM's (node level, by
+// their prefix); the rest are DCGM fields of a GPU.
+Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_metric,
+                      Fleet& fleet) {
+  Measure m;
+  m.name = mp.name;
+  m.policy_index = static_cast<int>(index);
+  m.decides = true;
+  m.critical = mp.critical;
+  m.better = mp.better;
+  m.margin = mp.margin;
+  m.alpha_whole = alpha_metric / 2;
+  m.alpha_unit = alpha_metric / 2;
+  const bool node_level = mp.name.rfind("vllm:", 0) == 0;
+  const auto read_sample = [&] {
+    if (node_level) {
+      m.node_slot = fleet.NodeSlotFor(mp.name);
+    } else {
+      m.gpu_slot = fleet.GpuSlotFor(mp.name);
+    }
+  };
+  switch (mp.kind) {
+    case MetricPolicy::Kind::kGauge:
+      m.kind = node_level ? MeasureKind::kNodeRate : MeasureKind::kGpuGauge;
+      read_sample();
+      break;
+    case MetricPolicy::Kind::kRate:
+      m.kind = node_level ? MeasureKind::kNodeRate : MeasureKind::kGpuRate;
+      read_sample();
+      break;
+    case MetricPolicy::Kind::kMean:
+      m.kind = MeasureKind::kNodeMean;
+      m.node_slot = fleet.NodeSlotFor(mp.name + "_sum");
+      m.node_slot2 = fleet.NodeSlotFor(mp.name + "_count");
+      break;
+    case MetricPolicy::Kind::kP99:
+      m.kind = MeasureKind::kNodeTail;
+      m.family = mp.name;
+      break;
+    case MetricPolicy::Kind::kCount:
+      // GPU events per GPU-second; service events (errors) per generated token.
+      m.kind = node_level ? MeasureKind::kNodeCount : MeasureKind::kGpuCount;
+      read_sample();
+      break;
+  }
+  return m;
+}
+
+}  // namespace
+
+// A ratio of two sums (tokens per DRAM activity, histogram sum per count).
+struct Measures::RatioPool {
+  double num = 0;
+  double den = 0;
+  bool any = false;
+  void Add(double a, double b) {
+    num += a;
+    den += b;
+    any = true;
+  }
+  std::optional<double> Value() const {
+    if (!any || !(den > 0)) return std::nullopt;
+    return num / den;
+  }
+};
+
+// A continuous measure's pools this tick: the whole canary in its judged
+// phase and in its history, and the matched baseline.
+struct Measures::TickPools {
+  RatioPool judged;
+  RatioPool history;
+  RatioPool baseline;
+};
+
+// ---------------------------------------------------------------------------
+// Set-up
+
+Measures::Measures(const Policy& policy, const Timeline& time, Fleet& fleet, WorseSink on_worse)
+    : policy_(policy), time_(time), fleet_(fleet), on_worse_(std::move(on_worse)) {
+  Build(fleet);
+}
+
+// Measures: policy metrics, then the DRAM efficiency rule, then diagnostics.
+void Measures::Build(Fleet& fleet) {
+  // Error budget: alpha split evenly over the deciding comparisons (policy
+  // metrics + the DRAM efficiency rule); each gets half for the whole canary
+  // and half for its per-unit comparisons (split again over the units).
+  const int deciding =
+      static_cast<int>(policy_.metrics.size()) + (policy_.rules.dram_efficiency ? 1 : 0);
+  const double alpha_metric = policy_.alpha / std::max(1, deciding);
+  for (std::size_t i = 0; i < policy_.metrics.size(); ++i) {
+    measures_.push_back(PolicyMeasure(policy_.metrics[i], i, alpha_metric, fleet));
+  }
+  if (policy_.rules.dram_efficiency) {
+    Measure m;
+    m.name = "tokens_per_dram_active";
+    m.kind = MeasureKind::kDramEff;
+    m.decides = true;
+    m.better = MetricPolicy::Better::kHigher;
+    m.margin = policy_.rules.dram_efficiency_max_drop;
+    m.alpha_whole = alpha_metric / 2;
+    m.alpha_unit = alpha_metric / 2;
+    measures_.push_back(std::move(m));
+  }
+  for (int s : {kClock, kSmActive, kOccupancy, kTensor, kDram, kPower, kTemp, kPcieRx}) {
+    AddDiagnostic(kGpuSlotNames[static_cast<std::size_t>(s)], MeasureKind::kGpuGauge, s);
+  }
+  AddDiagnostic(kTokensMetric, MeasureKind::kNodeRate, fleet.tokens_slot());
+  const std::string tpot(kTpotFamily);
+  AddDiagnostic(tpot, MeasureKind::kNodeMean, fleet.NodeSlotFor(tpot + "_sum"),
+                fleet.NodeSlotFor(tpot + "_count"));
+
+  comparisons_.resize(measures_.size());
+  comparison_index_.resize(measures_.size());
+  count_index_.resize(measures_.size());
+  counts_.resize(measures_.size());
+  tail_blocks_.resize(measures_.size());
+}
+
+// Diagnostics: compared on the whole canary for the signatures, never decide.
+void Measures::AddDiagnostic(std::string_view name, MeasureKind kind, int slot, int slot2) {
+  for (const Measure& existing : measures_) {
+    if (existing.name == name && existing.kind == kind) return;
+  }
+  Measure m;
+  m.name = std::string(name);
+  m.kind = kind;
+  m.gpu_slot = IsNodeLevel(kind) ? -1 : slot;
+  m.node_slot = IsNodeLevel(kind) ? slot : -1;
+  m.node_slot2 = slot2;
+  m.alpha_whole = policy_.alpha;
+  m.alpha_unit = policy_.alpha;
+  measures_.push_back(std::move(m));
+}
+
+void Measures::SyncFamilies(const std::vector<MetricInfo>& metrics) {
+  for (; metrics_synced_ < metrics.size(); ++metrics_synced_) {
+    const std::string& name = metrics[metrics_synced_].name;
+    for (Measure& m : measures_) {
+      if (m.kind == MeasureKind::kNodeTail && m.family == name) {
+        m.family_metric = static_cast<int>(metrics_synced_);
+      }
+    }
+  }
+}
+
+const Comparison* Measures::Whole(std::size_t m) const {
+  auto it = comparisons_[m].find(0);
+  return it == comparisons_[m].end() ? nullptr : &it->second;
+}
+
+const CountComparison* Measures::WholeCount(std::size_t m) const {
+  auto it = counts_[m].find(0);
+  return it == counts_[m].end() ? nullptr : &it->second;
+}
+
+double Measures::UnitAlpha(std::size_t m) const {
+  const Measure& ms = measures_[m];
+  int units = 0;
+  if (IsNodeLevel(ms.kind)) {
+    for (const NodeState& n : fleet_.nodes()) units += n.role == Role::kCanary;
+  } else {
+    for (const GpuState& g : fleet_.gpus()) units += g.role == Role::kCanary;
+  }
+  return ms.alpha_unit / std::max(1, units);
+}
+
+Comparison& Measures::ComparisonFor(std::size_t m, int unit) {
+  std::vector<Comparison*>& index = comparison_index_[m];
+  const auto u = static_cast<std::size_t>(unit);
+  if (u < index.size() && index[u] != nullptr) return *index[u];
+  if (index.size() <= u) index.resize(u + 1, nullptr);
+  const double alpha = unit == 0 ? measures_[m].alpha_whole : UnitAlpha(m);
+  const auto block_s = static_cast<std::int64_t>(policy_.block_s);
+  const std::int64_t origin = time_.BlockOrigin();
+  const std::int64_t history_origin = time_.first_tick.value_or(0);
+  const double rho = stats::RhoForTarget(30, alpha);
+  Comparison& created = comparisons_[m]
+                            .emplace(unit, Comparison(block_s, policy_.min_block_fraction, origin,
+                                                      rho, alpha, history_origin))
+                            .first->second;
+  index[u] = &created;
+  return created;
+}
+
+CountComparison& Measures::CountFor(std::size_t m, int unit) {
+  std::vector<CountComparison*>& index = count_index_[m];
+  const auto u = static_cast<std::size_t>(unit);
+  if (u < index.size() && index[u] != nullptr) return *index[u];
+  if (index.size() <= u) index.resize(u + 1, nullptr);
+  CountComparison c;
+  c.alpha = unit == 0 ? measures_[m].alpha_whole : UnitAlpha(m);
+  CountComparison& created = counts_[m].emplace(unit, c).first->second;
+  index[u] = &created;
+  return created;
+}
+
+// ---------------------------------------------------------------------------
+// Per tick
+
+void Measures::Run(std::int64_t t, const Tick& tick) {
+  for (std::size_t m = 0; m < measures_.size(); ++m) {
+    const Measure& ms = measures_[m];
+    if (IsCountKind(ms.kind)) {
+      RunCount(m, t);
+    } else if (ms.kind == MeasureKind::kNodeTail) {
+      RunTail(m, t, tick);
+    } else {
+      RunContinuous(m, t);
+    }
+  }
+}
+
+void Measures::RunContinuous(std::size_t m, std::int64_t t) {
+  const Measure& ms = measures_[m];
+  scratch_units_.clear();  // unit = 1 + GPU or node index
+  if (!IsNodeLevel(ms.kind) && ms.gpu_slot < 0) return;
+  const TickPools pools = IsNodeLevel(ms.kind) ? PoolNodes(ms, t) : PoolGpus(ms, t);
+  const std::optional<double> canary_all = pools.judged.Value();
+  const std::optional<double> canary_hist = pools.history.Value();
+  const std::optional<double> baseline = pools.baseline.Value();
+  if (tap_ && ms.policy_index >= 0 && t >= time_.BlockOrigin()) {
+    tap_(t, ms.policy_index, canary_all, baseline);
+  }
+  FeedBlocks(m, 0, t, canary_all, canary_hist, baseline);
+  for (const ScratchUnit& u : scratch_units_) {
+    FeedBlocks(m, u.unit, t, u.phase == Phase::kJudged ? u.value : std::nullopt,
+               u.phase == Phase::kHistory ? u.value : std::nullopt, baseline);
+  }
+}
+
+// A GPU measure: each GPU's value, of the groups that have canary GPUs.
+Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
+  // Local sums (not the caller's): they stay in registers across the loop.
+  RatioPool judged, history, baseline;
+  const bool rate = ms.kind == MeasureKind::kGpuRate;
+  const std::vector<GpuState>& gpus = fleet_.gpus();
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const GpuState& s = gpus[g];
+    if (fleet_.group_canary(s.group) == 0) continue;
+    const int gi = static_cast<int>(g);
+    const std::optional<double> v =
+        rate ? fleet_.GpuIncrease(gi, ms.gpu_slot) : fleet_.GpuValue(gi, ms.gpu_slot);
+    if (s.role == Role::kBaseline) {
+      if (!s.excluded && v) baseline.Add(*v, 1);
+      continue;
+    }
+    const Phase ph = fleet_.PhaseOf(s.node, t);
+    if (ms.decides) scratch_units_.push_back({gi + 1, s.excluded ? std::nullopt : v, ph});
+    if (s.excluded || !v) continue;
+    if (ph == Phase::kJudged) judged.Add(*v, 1);
+    if (ph == Phase::kHistory) history.Add(*v, 1);
+  }
+  return TickPools{judged, history, baseline};
+}
+
+// A node measure: each node's ratio (per GPU, per request, per DRAM
+// activity), pooled as a ratio of sums.
+Measures::TickPools Measures::PoolNodes(const Measure& ms, std::int64_t t) {
+  RatioPool judged, history, baseline;
+  const std::vector<NodeState>& nodes = fleet_.nodes();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeState& n = nodes[i];
+    const int ni = static_cast<int>(i);
+    const std::optional<NodeRatio> r = NodeRatioOf(ms, ni);
+    if (n.role == Role::kBaseline) {
+      if (!n.excluded && r) baseline.Add(r->num, r->den);
+      continue;
+    }
+    const Phase ph = fleet_.PhaseOf(ni, t);
+    std::optional<double> v;
+    if (r && r->den > 0 && !n.excluded) v = r->num / r->den;
+    if (ms.decides) scratch_units_.push_back({ni + 1, v, ph});
+    if (n.excluded || !r) continue;
+    if (ph == Phase::kJudged) judged.Add(r->num, r->den);
+    if (ph == Phase::kHistory) history.Add(r->num, r->den);
+  }
+  return TickPools{judged, history, baseline};
+}
+
+std::optional<Measures::NodeRatio> Measures::NodeRatioOf(const Measure& ms, int node) const {
+  if (ms.kind == MeasureKind::kNodeRate && ms.node_slot >= 0) {
+    const std::optional<double> inc = fleet_.NodeIncrease(node, ms.node_slot);
+    if (!inc) return std::nullopt;
+    const int gpus = fleet_.nodes()[static_cast<std::size_t>(node)].gpu_count;
+    return NodeRatio{*inc, static_cast<double>(std::max(1, gpus))};
+  }
+  if (ms.kind == MeasureKind::kNodeMean) {
+    const std::optional<double> s = fleet_.NodeIncrease(node, ms.node_slot);
+    const std::optional<double> c = fleet_.NodeIncrease(node, ms.node_slot2);
+    if (!s || !c || !(*c > 0)) return std::nullopt;
+    return NodeRatio{*s, *c};
+  }
+  if (ms.kind == MeasureKind::kDramEff) return DramEfficiencyOf(node);
+  return std::nullopt;
+}
+
+// Useful work per unit of DRAM activity: tokens where the service reports
+// them, tensor-pipe activity otherwise.
+std::optional<Measures::NodeRatio> Measures::DramEfficiencyOf(int node) const {
+  double dram = 0;
+  double tensor = 0;
+  int with = 0;
+  for (int g : (*fleet_.catalog()->nodes)[static_cast<std::size_t>(node)].gpus) {
+    const std::optional<double> d = fleet_.GpuValue(g, kDram);
+    const std::optional<double> te = fleet_.GpuValue(g, kTensor);
+    if (!d || !te) continue;
+    dram += *d;
+    tensor += *te;
+    ++with;
+  }
+  if (with <= 0 || !(dram > 0)) return std::nullopt;
+  const std::optional<double> tok = fleet_.NodeIncrease(node, fleet_.tokens_slot());
+  return NodeRatio{tok ? *tok : tensor, dram};
+}
+
+// Before the release a unit's value goes to its history blocks; from the
+// block origin on, to its judged blocks.
+void Measures::FeedBlocks(std::size_t m, int unit, std::int64_t t, std::optional<double> judged,
+                          std::optional<double> history, std::optional<double> baseline) {
+  Comparison& cmp = ComparisonFor(m, unit);
+  if (time_.BeforeRelease(t)) {
+    if (const std::optional<stats::Block> b = cmp.history.Add(t, history, baseline)) {
+      OnComparisonBlock(m, unit, *b, true);
+    }
+    return;
+  }
+  if (t < time_.BlockOrigin()) return;
+  if (const std::optional<stats::Block> b = cmp.blocks.Add(t, judged, baseline)) {
+    OnComparisonBlock(m, unit, *b, false);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Blocks
+
+void Measures::OnComparisonBlock(std::size_t m, int unit, const stats::Block& block, bool history) {
+  Comparison& cmp = ComparisonFor(m, unit);
+  const std::optional<double> lr = stats::LogRatio(block.canary_mean, block.baseline_mean);
+  if (!lr) return;
+  if (history) {
+    cmp.history_sum += *lr;
+    cmp.history_blocks += 1;
+    return;
+  }
+  cmp.cs.Add(*lr);
+  cmp.canary_sum += block.canary_mean;
+  cmp.baseline_sum += block.baseline_mean;
+  cmp.blocks_used += 1;
+  if (cmp.cs.n() < policy_.min_blocks) return;
+  const stats::Bounds b = cmp.cs.Interval(cmp.alpha);
+  cmp.lo = std::max(cmp.lo, b.lo);
+  cmp.hi = std::min(cmp.hi, b.hi);
+  if (cmp.lo > cmp.hi) {  // the intersection emptied: keep the latest interval
+    cmp.lo = b.lo;
+    cmp.hi = b.hi;
+  }
+  const Measure& ms = measures_[m];
+  if (!ms.decides || cmp.decision != stats::Decision::kUndecided) return;
+  const stats::Decision d = Decide(ms.better, stats::RelativeChange({cmp.lo, cmp.hi}), ms.margin);
+  if (d == stats::Decision::kUndecided) return;
+  // Per-unit comparisons only look for harm; a unit's "not worse" is not needed.
+  if (unit != 0 && d == stats::Decision::kNotWorse) return;
+  cmp.decision = d;
+  const std::int64_t end = block.start_tick + static_cast<std::int64_t>(policy_.block_s) - 1;
+  cmp.decided_at = std::min(end, time_.last_tick.value_or(end));
+  if (d == stats::Decision::kWorse) on_worse_(m, unit, *cmp.decided_at);
+}
+
+void Measures::CloseHistory() {
+  for (std::size_t m = 0; m < measures_.size(); ++m) {
+    for (auto& [key, tb] : tail_blocks_[m]) {
+      if (key.second && tb.index >= 0) CloseTail(m, key.first, true, tb);
+      if (key.second) tb = TailBlock{};
+    }
+    for (auto& [unit, cmp] : comparisons_[m]) {
+      if (const std::optional<stats::Block> b = cmp.history.Flush()) {
+        OnComparisonBlock(m, unit, *b, true);
+      }
+    }
+  }
+}
+
+void Measures::Flush() {
+  for (std::size_t m = 0; m < measures_.size(); ++m) {
+    for (auto& [key, tb] : tail_blocks_[m]) {
+      if (tb.index >= 0) CloseTail(m, key.first, key.second, tb);
+      tb = TailBlock{};
+    }
+    for (auto& [unit, cmp] : comparisons_[m]) {
+      if (const std::optional<stats::Block> b = cmp.history.Flush()) {
+        OnComparisonBlock(m, unit, *b, true);
+      }
+      if (const std::optional<stats::Block> b = cmp.blocks.Flush()) {
+        OnComparisonBlock(m, unit, *b, false);
+      }
+    }
+  }
+}
+
+}  // namespace gpucanary::analysis::judge_internal

@@ -1,0 +1,397 @@
+#include "analysis/judge/report.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "analysis/judge/diagnose.h"
+
+namespace gpucanary::analysis::judge_internal {
+namespace {
+
+// Findings of one cause: its kind, "release" or "node", and for a node its
+// hosts ("node-2,node-5,").
+using GroupKey = std::tuple<std::string, std::string, std::string>;
+
+class ReportWriter {
+ public:
+  explicit ReportWriter(const ReportSources& in)
+      : in_(in),
+        gpu_info_(in.fleet.catalog() ? in.fleet.catalog()->gpus : nullptr),
+        node_info_(in.fleet.catalog() ? in.fleet.catalog()->nodes : nullptr) {}
+
+  Report Build() const;
+
+ private:
+  void AddHeader(Report& report) const;
+  MetricResult ResultFor(std::size_t m) const;
+  void CountResult(std::size_t m, MetricResult& r) const;
+  void BlockResult(std::size_t m, MetricResult& r) const;
+  std::vector<MetricFinding> NamedFindings() const;
+  GroupKey GroupOf(const MetricFinding& f) const;
+  // What a cause's findings name, merged.
+  struct CauseParts {
+    std::set<int> gpu_ids;
+    std::set<std::string> gpus;   // GPU keys
+    std::set<std::string> nodes;  // hosts
+    std::string detail;           // the findings' details, unique, in order
+    bool history = false;         // one was there before the release
+  };
+
+  Cause CauseOf(const GroupKey& key, const std::vector<const MetricFinding*>& fs) const;
+  CauseParts MergeFindings(const std::vector<const MetricFinding*>& fs, bool any_rule,
+                           Cause& c) const;
+  void AddRuleEvidence(Cause& c, const std::set<int>& gpu_ids, double* seconds) const;
+  void AddMetricEvidence(Cause& c, const MetricFinding& first_metric) const;
+  void AddVerdict(Report& report) const;
+  void AddNotes(Report& report) const;
+
+  const ReportSources& in_;
+  const std::vector<GpuInfo>* gpu_info_;
+  const std::vector<NodeInfo>* node_info_;
+};
+
+Report ReportWriter::Build() const {
+  Report report;
+  AddHeader(report);
+  // Causes: findings grouped by kind and scope, node faults per node.
+  const std::vector<MetricFinding> findings = NamedFindings();
+  std::map<GroupKey, std::vector<const MetricFinding*>> groups;
+  std::vector<GroupKey> order;
+  for (const MetricFinding& f : findings) {
+    const GroupKey key = GroupOf(f);
+    if (groups.find(key) == groups.end()) order.push_back(key);
+    groups[key].push_back(&f);
+  }
+  for (const GroupKey& key : order) report.causes.push_back(CauseOf(key, groups[key]));
+  // Failing causes first, then by time.
+  std::stable_sort(report.causes.begin(), report.causes.end(), [](const Cause& a, const Cause& b) {
+    if (a.failing != b.failing) return a.failing;
+    return a.decided_at < b.decided_at;
+  });
+  AddVerdict(report);
+  AddNotes(report);
+  return report;
+}
+
+void ReportWriter::AddHeader(Report& report) const {
+  const Timeline& time = in_.time;
+  if (time.release_start) report.release_start = static_cast<double>(*time.release_start);
+  if (time.first_tick) report.first_tick = static_cast<double>(*time.first_tick);
+  if (time.last_tick) report.last_tick = static_cast<double>(*time.last_tick);
+  for (const GpuState& g : in_.fleet.gpus()) {
+    (g.role == Role::kCanary ? report.canary_gpus : report.baseline_gpus)++;
+  }
+  for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {
+    if (in_.measures.list()[m].decides) report.metrics.push_back(ResultFor(m));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Metrics
+
+MetricResult ReportWriter::ResultFor(std::size_t m) const {
+  const Measure& ms = in_.measures.list()[m];
+  MetricResult r;
+  r.name = ms.name;
+  if (ms.policy_index >= 0) {
+    r.kind = std::string(
+        MetricKindName(in_.policy.metrics[static_cast<std::size_t>(ms.policy_index)].kind));
+  } else {
+    r.kind = "ratio";
+  }
+  r.better = ms.better == MetricPolicy::Better::kHigher ? "higher" : "lower";
+  r.margin = ms.margin;
+  r.critical = ms.critical;
+  r.baseline = r.canary = r.change = kNaN;
+  r.interval_lo = r.interval_hi = kNaN;
+  r.detectable_effect = kNaN;
+  r.result = "no_data";
+  if (IsCountKind(ms.kind)) {
+    CountResult(m, r);
+  } else {
+    BlockResult(m, r);
+  }
+  return r;
+}
+
+void ReportWriter::CountResult(std::size_t m, MetricResult& r) const {
+  const CountComparison* cc = in_.measures.WholeCount(m);
+  if (cc == nullptr || cc->canary_exposure <= 0) return;
+  r.canary = static_cast<double>(cc->test.canary_events()) / cc->canary_exposure;
+  r.baseline = static_cast<double>(cc->test.baseline_events()) / cc->baseline_exposure;
+  r.change = cc->rate_ratio() - 1;
+  r.blocks = cc->test.canary_events() + cc->test.baseline_events();
+  r.result = cc->rejected ? "high" : "inconclusive";
+  if (cc->decided_at) r.decided_at = static_cast<double>(*cc->decided_at);
+}
+
+void ReportWriter::BlockResult(std::size_t m, MetricResult& r) const {
+  const Comparison* cmp = in_.measures.Whole(m);
+  if (cmp == nullptr || cmp->blocks_used == 0) return;
+  const Measure& ms = in_.measures.list()[m];
+  r.blocks = cmp->blocks_used;
+  r.canary = cmp->canary_sum / static_cast<double>(cmp->blocks_used);
+  r.baseline = cmp->baseline_sum / static_cast<double>(cmp->blocks_used);
+  // The change the interval is about: the geometric mean of the block ratios.
+  r.change = cmp->cs.n() > 0 ? std::expm1(cmp->cs.mean()) : kNaN;
+  if (cmp->cs.n() >= in_.policy.min_blocks) {
+    const stats::Bounds rel = stats::RelativeChange({cmp->lo, cmp->hi});
+    r.interval_lo = rel.lo;
+    r.interval_hi = rel.hi;
+    r.detectable_effect = stats::DetectableEffect(rel);
+  } else {
+    r.interval_lo = -kInf;
+    r.interval_hi = kInf;
+  }
+  switch (cmp->decision) {
+    case stats::Decision::kWorse:
+      r.result = ms.better == MetricPolicy::Better::kHigher ? "low" : "high";
+      break;
+    case stats::Decision::kNotWorse:
+      r.result = "pass";
+      break;
+    case stats::Decision::kUndecided:
+      r.result = "inconclusive";
+      break;
+  }
+  if (cmp->decided_at) r.decided_at = static_cast<double>(*cmp->decided_at);
+}
+
+// ---------------------------------------------------------------------------
+// Causes
+
+// Metric findings are named now, from the signature as it stands: a
+// mechanism the rules found for the release explains a slower service.
+std::vector<MetricFinding> ReportWriter::NamedFindings() const {
+  std::vector<MetricFinding> findings = in_.findings;
+  std::string release_rule_kind;
+  for (const MetricFinding& f : findings) {
+    if (f.measure < 0 && f.scope == "release" && release_rule_kind.empty()) {
+      release_rule_kind = f.kind;
+    }
+  }
+  const Signature signature = in_.verdict.CurrentSignature();
+  for (MetricFinding& f : findings) {
+    if (f.measure < 0) continue;
+    const Measure& ms = in_.measures.list()[static_cast<std::size_t>(f.measure)];
+    if (ms.kind == MeasureKind::kDramEff) {
+      f.kind = "memory_thrash";
+    } else if (f.scope == "release" && !release_rule_kind.empty()) {
+      f.kind = release_rule_kind;
+    } else {
+      f.kind = ClassifyMetricFailure(ms.name, !IsNodeLevel(ms.kind), signature);
+    }
+  }
+  return findings;
+}
+
+GroupKey ReportWriter::GroupOf(const MetricFinding& f) const {
+  std::string where;
+  if (f.scope != "release" && node_info_ != nullptr && gpu_info_ != nullptr) {
+    std::set<std::string> hosts;
+    for (int u : f.units) {
+      hosts.insert(f.unit_is_gpu ? (*gpu_info_)[static_cast<std::size_t>(u)].host
+                                 : (*node_info_)[static_cast<std::size_t>(u)].host);
+    }
+    for (const std::string& h : hosts) where += h + ",";
+  }
+  return {f.kind, f.scope == "release" ? "release" : "node", where};
+}
+
+Cause ReportWriter::CauseOf(const GroupKey& key,
+                            const std::vector<const MetricFinding*>& fs) const {
+  Cause c;
+  c.kind = std::get<0>(key);
+  c.scope = std::get<1>(key);
+  const bool any_rule =
+      std::any_of(fs.begin(), fs.end(), [](const MetricFinding* f) { return f->measure < 0; });
+  CauseParts parts = MergeFindings(fs, any_rule, c);
+  for (int g : parts.gpu_ids) {
+    if (gpu_info_ == nullptr) break;
+    parts.gpus.insert((*gpu_info_)[static_cast<std::size_t>(g)].key);
+    parts.nodes.insert((*gpu_info_)[static_cast<std::size_t>(g)].host);
+  }
+  c.gpus.assign(parts.gpus.begin(), parts.gpus.end());
+  c.nodes.assign(parts.nodes.begin(), parts.nodes.end());
+
+  // Evidence: rule windows for rule findings, comparisons for metric ones.
+  double seconds = 0;
+  if (any_rule) AddRuleEvidence(c, parts.gpu_ids, &seconds);
+  const auto first_metric =
+      std::find_if(fs.begin(), fs.end(), [](const MetricFinding* f) { return f->measure >= 0; });
+  if (first_metric != fs.end()) {
+    AddMetricEvidence(c, **first_metric);
+    const std::optional<std::int64_t>& last_tick = in_.time.last_tick;
+    if (last_tick && !any_rule) seconds = static_cast<double>(*last_tick) - c.since + 1;
+  }
+  // One line per metric: the rule window's (with its unit) wins.
+  std::vector<Evidence> unique;
+  for (Evidence& e : c.evidence) {
+    if (std::none_of(unique.begin(), unique.end(),
+                     [&](const Evidence& u) { return u.metric == e.metric; })) {
+      unique.push_back(std::move(e));
+    }
+  }
+  c.evidence = std::move(unique);
+  if (parts.history) {
+    parts.detail +=
+        parts.detail.empty() ? "already before the release" : "; already before the release";
+  }
+  c.summary = SummarizeCause(c, parts.detail, seconds);
+  return c;
+}
+
+// The cause's times (since: of its rule findings when it has any), whether it
+// fails, its origin (the first finding's), and what its findings name: GPUs
+// (a node's GPUs for a node finding), details, history.
+ReportWriter::CauseParts ReportWriter::MergeFindings(const std::vector<const MetricFinding*>& fs,
+                                                     bool any_rule, Cause& c) const {
+  CauseParts parts;
+  std::set<std::string> details;
+  c.since = kInf;
+  c.decided_at = kInf;
+  for (const MetricFinding* f : fs) {
+    for (int u : f->units) {
+      if (f->unit_is_gpu) {
+        parts.gpu_ids.insert(u);
+      } else if (node_info_ != nullptr) {
+        for (int g : (*node_info_)[static_cast<std::size_t>(u)].gpus) parts.gpu_ids.insert(g);
+        parts.nodes.insert((*node_info_)[static_cast<std::size_t>(u)].host);
+      }
+    }
+    if (!any_rule || f->measure < 0) c.since = std::min(c.since, static_cast<double>(f->since));
+    c.decided_at = std::min(c.decided_at, static_cast<double>(f->decided_at));
+    c.failing |= f->failing;
+    if (c.origin.empty()) c.origin = f->origin;
+    if (!f->detail.empty() && details.insert(f->detail).second) {
+      parts.detail += (parts.detail.empty() ? "" : ", ") + f->detail;
+    }
+    parts.history |= f->history;
+  }
+  return parts;
+}
+
+// The GPUs' evidence windows, averaged per GPU then over the GPUs: the fields
+// that show the cause's mechanism, canary against baseline; `seconds`, the
+// longest window.
+void ReportWriter::AddRuleEvidence(Cause& c, const std::set<int>& gpu_ids, double* seconds) const {
+  std::array<double, kFixedGpuSlots> cs{}, bs{}, ns{};
+  for (int g : gpu_ids) {
+    const EvidenceWindow& w = in_.rules.window(g);
+    for (std::size_t k = 0; k < kFixedGpuSlots; ++k) {
+      if (w.n[k] <= 0) continue;
+      cs[k] += w.canary[k] / w.n[k];
+      bs[k] += w.baseline[k] / w.n[k];
+      ns[k] += 1;
+    }
+    *seconds = std::max(*seconds, static_cast<double>(w.last - w.start + 1));
+  }
+  const auto evidence = [&](int slot, std::string unit) {
+    const auto k = static_cast<std::size_t>(slot);
+    if (ns[k] <= 0) return;
+    c.evidence.push_back(
+        {std::string(kGpuSlotNames[k]), bs[k] / ns[k], cs[k] / ns[k], std::move(unit)});
+  };
+  if (c.kind == "power_brake" || c.kind == "hw_slowdown" || c.kind == "thermal_throttle" ||
+      c.kind == "power_cap") {
+    evidence(kClock, "MHz");
+    if (c.kind == "thermal_throttle") evidence(kTemp, "C");
+    if (c.kind == "power_cap") {
+      evidence(kPower, "W");
+      evidence(kPowerLimit, "W");
+    }
+  } else if (c.kind == "pcie_downtrain") {
+    evidence(kWidth, "lanes");
+    evidence(kGen, "gen");
+    evidence(kPcieRx, "B/s");
+  } else if (c.kind == "ecc_errors" || c.kind == "xid_errors") {
+    evidence(kClock, "MHz");
+  }
+}
+
+// The failing metric on the whole canary, then the signature: the other
+// metrics that moved.
+void ReportWriter::AddMetricEvidence(Cause& c, const MetricFinding& first_metric) const {
+  const MetricResult r = ResultFor(static_cast<std::size_t>(first_metric.measure));
+  c.evidence.push_back({r.name, r.baseline, r.canary, ""});
+  const std::vector<Measure>& measures = in_.measures.list();
+  for (int slot : {kClock, kOccupancy, kSmActive, kTensor, kDram}) {
+    for (std::size_t k = 0; k < measures.size(); ++k) {
+      const Measure& ms = measures[k];
+      if (ms.kind != MeasureKind::kGpuGauge || ms.gpu_slot != slot || ms.name == r.name) continue;
+      const Comparison* cmp = in_.measures.Whole(k);
+      if (cmp == nullptr || cmp->blocks_used == 0) continue;
+      c.evidence.push_back({ms.name, cmp->baseline_sum / static_cast<double>(cmp->blocks_used),
+                            cmp->canary_sum / static_cast<double>(cmp->blocks_used), ""});
+      break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Verdict and notes
+
+void ReportWriter::AddVerdict(Report& report) const {
+  const VerdictTracker& verdict = in_.verdict;
+  if (verdict.failed_at()) {
+    report.verdict = Verdict::kFail;
+    report.decided_at = static_cast<double>(*verdict.failed_at());
+    report.score = verdict.FailScore();
+  } else if (verdict.pass_since()) {
+    report.verdict = Verdict::kPass;
+    report.decided_at = static_cast<double>(*verdict.pass_since());
+    report.score = verdict.PassScore();
+  } else {
+    report.verdict = Verdict::kInconclusive;
+  }
+}
+
+void ReportWriter::AddNotes(Report& report) const {
+  const Fleet& fleet = in_.fleet;
+  report.notes = fleet.notes();
+  if (report.canary_gpus == 0) report.notes.emplace_back("no canary GPU in the data");
+  if (report.baseline_gpus == 0) report.notes.emplace_back("no baseline GPU in the data");
+  for (std::size_t grp = 0; grp < fleet.group_count(); ++grp) {
+    const int group = static_cast<int>(grp);
+    if (fleet.group_canary(group) == 0 || fleet.group_baseline(group) != 0) continue;
+    for (const auto& [name, id] : fleet.groups()) {
+      if (id != group) continue;
+      report.notes.push_back(std::to_string(fleet.group_canary(group)) +
+                             " canary GPU(s) of model '" + name +
+                             "' have no baseline GPU of the same model: not compared");
+    }
+  }
+  if (in_.ignored_ticks > 0) {
+    report.notes.push_back(std::to_string(in_.ignored_ticks) +
+                           " tick(s) out of time order ignored");
+  }
+  for (const MetricResult& r : report.metrics) {
+    if (r.critical && r.result == "no_data") {
+      report.notes.push_back(r.name +
+                             ": critical and no data in the recordings: the judge cannot pass "
+                             "the release (change the policy if this service does not expose it)");
+    }
+  }
+  if (report.verdict != Verdict::kInconclusive) return;
+  for (const MetricResult& r : report.metrics) {
+    if (r.result != "inconclusive" || std::isnan(r.detectable_effect)) continue;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "%s: undecided; the data could detect a change of %.1f%% (margin %.1f%%)",
+                  r.name.c_str(), 100 * r.detectable_effect, 100 * r.margin);
+    report.notes.emplace_back(buf);
+  }
+}
+
+}  // namespace
+
+Report BuildReport(const ReportSources& sources) { return ReportWriter(sources).Build(); }
+
+}  // namespace gpucanary::analysis::judge_internal

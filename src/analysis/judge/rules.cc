@@ -1,0 +1,377 @@
+#include "analysis/judge/rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <span>
+#include <utility>
+
+namespace gpucanary::analysis::judge_internal {
+namespace {
+
+constexpr double kWitnessSeconds = 30;  // a clean sibling this long on the release clears a node
+
+}  // namespace
+
+HardRules::HardRules(const Policy& policy, Fleet& fleet, std::vector<MetricFinding>& findings)
+    : policy_(policy), fleet_(fleet), findings_(findings) {}
+
+void HardRules::Track(std::size_t gpus) {
+  while (gpus_.size() < gpus) {
+    GpuRules& r = gpus_.emplace_back();
+    if (policy_.rules.throttle.enabled) r.throttle.emplace(policy_.rules.throttle);
+    if (policy_.rules.pcie_link) r.pcie.emplace(policy_.rules.pcie_seconds);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The rule machines
+
+void HardRules::Run(std::int64_t t) {
+  pending_hits_.clear();
+  for (std::size_t g = 0; g < gpus_.size(); ++g) FeedRules(gpus_[g], static_cast<int>(g), t);
+  // Every hit of this tick is known before any is scoped: GPUs of one node
+  // that fire together are not each other's clean witnesses.
+  tick_hits_.assign(pending_hits_.begin(), pending_hits_.end());
+  for (RuleHit& h : pending_hits_) OnHit(std::move(h), t);
+  pending_hits_.clear();
+  tick_hits_.clear();
+  ResolvePending(t, false);
+}
+
+// The GPU's rule machines this tick. The throttle rule compares against the
+// matched baseline's majority reasons (none when no baseline GPU of the group
+// has reasons); the XID field keeps the last code, so a hit is a change to a
+// new non-zero code. A rule that fires records its hit (rare: out of line).
+void HardRules::FeedRules(GpuRules& r, int gpu, std::int64_t t) {
+  if (r.throttle) {
+    const int group = fleet_.gpus()[static_cast<std::size_t>(gpu)].group;
+    std::optional<std::uint64_t> mask;
+    if (const std::optional<double> reasons = fleet_.GpuValue(gpu, kReasons)) {
+      mask = static_cast<std::uint64_t>(*reasons);
+    }
+    const std::optional<std::uint64_t> majority[1] = {fleet_.BaselineMajority(group)};
+    const std::span<const std::optional<std::uint64_t>> base =
+        fleet_.BaselineWithReasons(group) > 0
+            ? std::span<const std::optional<std::uint64_t>>(majority)
+            : std::span<const std::optional<std::uint64_t>>();
+    if (r.throttle->Add(t, mask, base)) AddThrottleHit(r, gpu, t);
+  }
+  if (r.pcie && r.pcie->Add(t, fleet_.GpuValue(gpu, kWidth), fleet_.GpuValue(gpu, kMaxWidth),
+                            fleet_.GpuValue(gpu, kGen), fleet_.GpuValue(gpu, kMaxGen))) {
+    AddPcieHit(r, gpu, t);
+  }
+  if (const std::optional<double> x = fleet_.GpuValue(gpu, kXid)) {
+    const int code = static_cast<int>(std::lround(*x));
+    if (code != r.last_xid && code > 0) AddXidHit(gpu, code, t);
+    r.last_xid = code;
+  }
+  if (policy_.rules.ecc_dbe && r.dbe.Add(t, fleet_.GpuValue(gpu, kDbe))) AddEccHit(r, gpu, t);
+}
+
+void HardRules::AddThrottleHit(const GpuRules& r, int gpu, std::int64_t t) {
+  RuleHit hit;
+  hit.gpu = gpu;
+  hit.rule = "throttle";
+  hit.bits = r.throttle->bits();
+  hit.kind = std::string(ThrottleCause(hit.bits));
+  hit.onset = r.throttle->streak().streak_start();
+  hit.fired = t;
+  hit.critical = policy_.rules.throttle.critical;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "reasons 0x%llx", static_cast<unsigned long long>(hit.bits));
+  hit.detail = buf;
+  pending_hits_.push_back(std::move(hit));
+}
+
+void HardRules::AddPcieHit(const GpuRules& r, int gpu, std::int64_t t) {
+  RuleHit hit;
+  hit.gpu = gpu;
+  hit.rule = "pcie_link";
+  hit.kind = "pcie_downtrain";
+  hit.onset = r.pcie->streak().streak_start();
+  hit.fired = t;
+  hit.critical = policy_.rules.pcie_critical;
+  hit.detail = r.pcie->detail();
+  pending_hits_.push_back(std::move(hit));
+}
+
+void HardRules::AddXidHit(int gpu, int code, std::int64_t t) {
+  RuleHit hit;
+  hit.gpu = gpu;
+  hit.rule = "xid";
+  hit.kind = "xid_errors";
+  hit.onset = t;
+  hit.fired = t;
+  hit.critical = std::binary_search(policy_.rules.critical_xids.begin(),
+                                    policy_.rules.critical_xids.end(), code);
+  hit.detail = "XID " + std::to_string(code);
+  pending_hits_.push_back(std::move(hit));
+}
+
+void HardRules::AddEccHit(const GpuRules& r, int gpu, std::int64_t t) {
+  RuleHit hit;
+  hit.gpu = gpu;
+  hit.rule = "ecc_dbe";
+  hit.kind = "ecc_errors";
+  hit.onset = t;
+  hit.fired = t;
+  hit.critical = policy_.rules.ecc_dbe_critical;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f new uncorrectable (DBE) errors", r.dbe.new_errors());
+  hit.detail = buf;
+  pending_hits_.push_back(std::move(hit));
+}
+
+// ---------------------------------------------------------------------------
+// Hits become findings
+
+void HardRules::OnHit(RuleHit hit, std::int64_t t) {
+  GpuRules& r = gpus_[static_cast<std::size_t>(hit.gpu)];
+  if (hit.kind.empty()) return;
+  r.hit = true;
+  if (!r.window.open) {
+    r.window.open = true;
+    r.window.start = hit.onset;
+  }
+  const std::string scope = ScopeOfNewHit(hit, t);
+  // Out of the pools: the GPU, and its node's service (tensor parallel: one
+  // bad GPU slows the node's server).
+  if (scope == "node") fleet_.ExcludeGpuAndItsNode(hit.gpu);
+  MetricFinding f;
+  f.kind = hit.kind;
+  f.scope = scope;
+  f.origin = "rule:" + hit.rule;
+  f.units = {hit.gpu};
+  f.unit_is_gpu = true;
+  f.since = hit.onset;
+  f.decided_at = t;
+  f.critical = hit.critical;
+  f.detail = hit.detail;
+  f.bits = hit.bits;
+  f.history = hit.history;
+  f.measure = -1;
+  findings_.push_back(std::move(f));
+  hits_.push_back(std::move(hit));
+}
+
+// A baseline GPU's hit is its node's; a canary GPU's depends on where its
+// node stands (history, switching, judged) and on the other canary GPUs.
+std::string HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
+  const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
+  if (s.role == Role::kBaseline) return "node";
+  GpuRules& r = gpus_[static_cast<std::size_t>(hit.gpu)];
+  const Phase phase = fleet_.PhaseOf(s.node, t);
+  if (phase == Phase::kHistory) {
+    hit.history = true;
+    r.history_kinds.insert(hit.kind);
+    return "node";
+  }
+  // Before or after the node's switch: known when the switch is.
+  if (phase == Phase::kSwitching) return "switching";
+  if (r.history_kinds.count(hit.kind) != 0) {
+    hit.history = true;  // it had this before the release
+    return "node";
+  }
+  std::string scope = ScopeForRuleKind(hit.kind, hit, t);
+  // A non-critical XID is a pattern only when it recurs on several GPUs.
+  if (scope == "release") kind_scope_[hit.kind] = "release";
+  return scope;
+}
+
+// Scope of a rule hit on a canary GPU during the release (docs/analysis-method.md,
+// "Release or node (scope)"): the release when the kind shows on enough canary nodes, or when no
+// canary GPU that has run the release as long is clean; a node otherwise.
+std::string HardRules::ScopeForRuleKind(const std::string& kind, const RuleHit& hit,
+                                        std::int64_t t) const {
+  if (auto it = kind_scope_.find(kind); it != kind_scope_.end()) return it->second;
+  std::set<int> affected_gpus;
+  std::set<int> affected_nodes;
+  AffectedBy(kind, t, &affected_gpus, &affected_nodes);
+  const int hit_node = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)].node;
+  affected_gpus.insert(hit.gpu);
+  affected_nodes.insert(hit_node);
+  const int canary_nodes = fleet_.CanaryNodeCount();
+  const int n_aff = static_cast<int>(affected_nodes.size());
+  if (n_aff >= 2 && 2 * n_aff >= canary_nodes) return "release";
+  if (CleanWitnessElsewhere(hit, affected_gpus, t)) return "node";
+  // Fewer than half of the node's GPUs, the others running the same release
+  // as long: wait kWitnessSeconds for them to show it too (the release) or
+  // not (the node).
+  int on_node = 0;
+  for (int g : affected_gpus) {
+    on_node += fleet_.gpus()[static_cast<std::size_t>(g)].node == hit_node;
+  }
+  const NodeState& hn = fleet_.nodes()[static_cast<std::size_t>(hit_node)];
+  if (2 * on_node < std::max(1, hn.gpu_count)) return "pending";
+  return "release";
+}
+
+// The canary GPUs (and their nodes) that showed `kind` on the release: the
+// earlier hits, and this tick's on nodes past their switch that did not have
+// it before.
+void HardRules::AffectedBy(const std::string& kind, std::int64_t t, std::set<int>* gpus,
+                           std::set<int>* nodes) const {
+  for (const RuleHit& h : hits_) {
+    const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(h.gpu)];
+    if (h.kind != kind || h.history || s.role != Role::kCanary ||
+        !fleet_.nodes()[static_cast<std::size_t>(s.node)].since) {
+      continue;
+    }
+    gpus->insert(h.gpu);
+    nodes->insert(s.node);
+  }
+  for (const RuleHit& h : tick_hits_) {
+    const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(h.gpu)];
+    if (h.kind != kind || s.role != Role::kCanary || fleet_.PhaseOf(s.node, t) == Phase::kHistory ||
+        fleet_.PhaseOf(s.node, t) == Phase::kSwitching ||
+        gpus_[static_cast<std::size_t>(h.gpu)].history_kinds.count(kind) != 0) {
+      continue;
+    }
+    gpus->insert(h.gpu);
+    nodes->insert(s.node);
+  }
+}
+
+// A clean GPU on another canary node that has run the release clearly
+// longer than this one had when it showed the fault: the release runs fine
+// there, so this is the node.
+bool HardRules::CleanWitnessElsewhere(const RuleHit& hit, const std::set<int>& affected_gpus,
+                                      std::int64_t t) const {
+  const int hit_node = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)].node;
+  const NodeState& hn = fleet_.nodes()[static_cast<std::size_t>(hit_node)];
+  const double exposure = hn.since ? static_cast<double>(hit.onset - *hn.since) : 0.0;
+  const double need = std::min(std::max(exposure, 0.0), kWitnessSeconds) +
+                      static_cast<double>(hit.fired - hit.onset) + kWitnessSeconds;
+  const std::vector<GpuState>& gpus = fleet_.gpus();
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const GpuState& w = gpus[g];
+    if (w.role != Role::kCanary || w.excluded || w.node == hit_node ||
+        affected_gpus.count(static_cast<int>(g)) != 0 || !fleet_.gpu_has_data(g)) {
+      continue;
+    }
+    const NodeState& wn = fleet_.nodes()[static_cast<std::size_t>(w.node)];
+    if (!wn.since) continue;
+    if (static_cast<double>(t - *wn.since) >= need) return true;
+  }
+  return false;
+}
+
+// The hit a rule finding was made of (the last one that matches).
+RuleHit* HardRules::HitOf(const MetricFinding& f) {
+  RuleHit* hit = nullptr;
+  for (RuleHit& h : hits_) {
+    if (h.gpu == f.units.front() && h.kind == f.kind && h.fired == f.decided_at) hit = &h;
+  }
+  return hit;
+}
+
+// Its rule hits while the node switched were history (before the switch: the
+// old release) or the release's (after).
+void HardRules::ResolveSwitching(int node, std::int64_t t) {
+  const std::int64_t since = *fleet_.nodes()[static_cast<std::size_t>(node)].since;
+  for (MetricFinding& f : findings_) {
+    if (f.scope != "switching") continue;
+    const int gpu = f.units.front();
+    if (fleet_.gpus()[static_cast<std::size_t>(gpu)].node != node) continue;
+    RuleHit* hit = HitOf(f);
+    if (f.since < since) {
+      f.scope = "node";
+      f.history = true;
+      if (hit != nullptr) hit->history = true;
+      gpus_[static_cast<std::size_t>(gpu)].history_kinds.insert(f.kind);
+      fleet_.ExcludeGpuAndItsNode(gpu);
+      continue;
+    }
+    RuleHit probe = hit != nullptr ? *hit : RuleHit{};
+    probe.gpu = gpu;
+    probe.kind = f.kind;
+    f.scope = ScopeForRuleKind(f.kind, probe, t);
+    if (f.scope == "release") {
+      kind_scope_[f.kind] = "release";
+      f.decided_at = t;
+    } else if (f.scope == "node") {
+      fleet_.ExcludeGpuAndItsNode(gpu);
+    }
+  }
+}
+
+// Pending hits (a minority of one node's GPUs): the release once enough GPUs
+// or nodes show the kind, the node once kWitnessSeconds passed without.
+void HardRules::ResolvePending(std::int64_t t, bool at_end) {
+  for (MetricFinding& f : findings_) {
+    if (at_end && f.scope == "switching") f.scope = "node";  // the switch never came
+    if (f.scope != "pending") continue;
+    const int gpu = f.units.front();
+    RuleHit probe;
+    probe.gpu = gpu;
+    probe.kind = f.kind;
+    probe.onset = f.since;
+    probe.fired = f.decided_at;
+    const std::string scope = ScopeForRuleKind(f.kind, probe, t);
+    if (scope == "release") {
+      f.scope = "release";
+      f.decided_at = t;
+      kind_scope_[f.kind] = "release";
+    } else if (scope == "node" || at_end ||
+               static_cast<double>(t - f.decided_at) >= kWitnessSeconds) {
+      f.scope = "node";
+      fleet_.ExcludeGpuAndItsNode(gpu);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Evidence windows
+
+void HardRules::UpdateWindows(std::int64_t t) {
+  for (std::size_t g = 0; g < gpus_.size(); ++g) {
+    GpuRules& r = gpus_[g];
+    EvidenceWindow& w = r.window;
+    bool streak = false;
+    if (r.throttle && r.throttle->streak().active()) streak = true;
+    if (r.pcie && r.pcie->streak().active()) streak = true;
+    if (!streak && !r.hit) {
+      if (w.open) {
+        w.open = false;
+        w.canary.fill(0);
+        w.baseline.fill(0);
+        w.n.fill(0);
+        w.bits = 0;
+      }
+      continue;
+    }
+    if (!w.open) {
+      w.open = true;
+      w.start = t;
+    }
+    if (!fleet_.gpu_has_data(g)) continue;
+    w.last = t;
+    const int group = fleet_.gpus()[g].group;
+    for (std::size_t k = 0; k < kFixedGpuSlots; ++k) {
+      const double v = fleet_.RawGpuValue(g, k);
+      const std::optional<double> b = fleet_.BaselineMean(group, k);
+      if (std::isnan(v) || !b) continue;
+      w.canary[k] += v;
+      w.baseline[k] += *b;
+      w.n[k] += 1;
+    }
+    if (const std::optional<double> reasons = fleet_.GpuValue(static_cast<int>(g), kReasons)) {
+      w.bits |= static_cast<std::uint64_t>(*reasons);
+    }
+    w.base_bits |= fleet_.BaselineMajority(group);
+  }
+}
+
+bool HardRules::CanaryPowerCapped() const {
+  for (std::size_t g = 0; g < gpus_.size(); ++g) {
+    const EvidenceWindow& w = gpus_[g].window;
+    if (fleet_.gpus()[g].role == Role::kCanary && (w.bits & 0x4U) != 0 &&
+        (w.base_bits & 0x4U) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace gpucanary::analysis::judge_internal

@@ -1,0 +1,121 @@
+#pragma once
+// The judge's hard rules (docs/analysis-method.md, "Hard rules (from the
+// field, configurable)" and "Release or node (scope)"): each GPU's rule
+// machines (throttle, PCIe link, XID, ECC DBE) fed every tick, their hits
+// turned into findings with a scope (the release, a node, or not yet known:
+// "pending" while a minority of a node's GPUs show it, "switching" while the
+// node's switch to the release is not known), and each GPU's evidence window
+// (its fields and the pooled baseline's while a rule streak runs and after a
+// hit).
+//
+// Cost: O(GPUs) per tick; scoping a hit is O(hits + GPUs), and hits are rare.
+//
+// Thread-compatible. Internal to the judge.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/judge/fleet.h"
+#include "analysis/judge/internal.h"
+#include "analysis/policy/policy.h"
+#include "analysis/rules/rules.h"
+
+namespace gpucanary::analysis::judge_internal {
+
+// A hard rule's hit on one GPU.
+struct RuleHit {
+  int gpu = 0;
+  std::string kind;  // cause kind
+  std::string rule;  // "throttle", "pcie_link", "xid", "ecc_dbe"
+  std::int64_t onset = 0;
+  std::int64_t fired = 0;
+  bool critical = false;
+  bool history = false;  // before the GPU's release: a node fault
+  std::string detail;    // "reasons 0x88", "x8 Gen4 (max x16 Gen5)", "XID 79"
+  std::uint64_t bits = 0;
+};
+
+// A GPU's evidence window: sums of its fixed slots and of the pooled
+// baseline's at the same ticks, from the start of a rule streak (reset when
+// the streak ends before firing) to the end of the data once a rule fired.
+struct EvidenceWindow {
+  bool open = false;
+  std::array<double, kFixedGpuSlots> canary{};
+  std::array<double, kFixedGpuSlots> baseline{};
+  std::array<double, kFixedGpuSlots> n{};
+  std::int64_t start = 0;
+  std::int64_t last = 0;
+  std::uint64_t bits = 0;       // the GPU's reasons, ORed
+  std::uint64_t base_bits = 0;  // the baseline majority's reasons, ORed
+};
+
+class HardRules {
+ public:
+  // `policy`, `fleet` and `findings` must outlive the rules; the rules add
+  // their findings to `findings` and set the scope of those still open.
+  HardRules(const Policy& policy, Fleet& fleet, std::vector<MetricFinding>& findings);
+
+  // Rule machines for the GPUs the fleet has come to know (indices below
+  // `gpus`).
+  void Track(std::size_t gpus);
+  // One tick: every GPU's rules, then this tick's hits scoped together, then
+  // the pending ones again. REQUIRES: Fleet::PoolBaseline for this tick.
+  void Run(std::int64_t t);
+  void UpdateWindows(std::int64_t t);
+  // The node's switch is known (Fleet::UpdateSwitch): its findings while it
+  // switched become history or the release's.
+  void ResolveSwitching(int node, std::int64_t t);
+  // Pending findings become the release's or the node's; `at_end`: the data
+  // ended, so every one still open is the node's.
+  void ResolvePending(std::int64_t t, bool at_end);
+
+  const EvidenceWindow& window(int gpu) const {
+    return gpus_[static_cast<std::size_t>(gpu)].window;
+  }
+  // The SW power cap (0x4) held on a canary GPU's window and not on its
+  // baseline's.
+  bool CanaryPowerCapped() const;
+
+ private:
+  struct GpuRules {
+    std::optional<ThrottleRule> throttle;
+    std::optional<PcieLinkRule> pcie;
+    EccDbeRule dbe;
+    int last_xid = -1;  // -1: no XID sample yet
+    std::set<std::string> history_kinds;
+    bool hit = false;  // a rule fired on it
+    EvidenceWindow window;
+  };
+
+  void FeedRules(GpuRules& r, int gpu, std::int64_t t);
+  // A rule fired on `gpu` (whose machines `r` are): its hit, to pending_hits_.
+  void AddThrottleHit(const GpuRules& r, int gpu, std::int64_t t);
+  void AddPcieHit(const GpuRules& r, int gpu, std::int64_t t);
+  void AddXidHit(int gpu, int code, std::int64_t t);
+  void AddEccHit(const GpuRules& r, int gpu, std::int64_t t);
+  void OnHit(RuleHit hit, std::int64_t t);
+  std::string ScopeOfNewHit(RuleHit& hit, std::int64_t t);
+  std::string ScopeForRuleKind(const std::string& kind, const RuleHit& hit, std::int64_t t) const;
+  void AffectedBy(const std::string& kind, std::int64_t t, std::set<int>* gpus,
+                  std::set<int>* nodes) const;
+  bool CleanWitnessElsewhere(const RuleHit& hit, const std::set<int>& affected_gpus,
+                             std::int64_t t) const;
+  RuleHit* HitOf(const MetricFinding& f);
+
+  const Policy& policy_;
+  Fleet& fleet_;
+  std::vector<MetricFinding>& findings_;
+  std::vector<GpuRules> gpus_;
+  std::vector<RuleHit> hits_;
+  std::vector<RuleHit> pending_hits_;              // this tick's, before scoping
+  std::vector<RuleHit> tick_hits_;                 // this tick's, while scoping
+  std::map<std::string, std::string> kind_scope_;  // rule kind -> "release" once proven
+};
+
+}  // namespace gpucanary::analysis::judge_internal

@@ -1,0 +1,125 @@
+// Measures' p99 comparisons (measures.h): each block's 99th percentile per
+// arm, from the bucket increases pooled over the block's seconds and the
+// arm's nodes, compared as a log ratio under the same confidence sequence as
+// the means. Block quantiles are robust to the clustering of slow requests (a
+// queue spike makes many requests slow at once), which a per-request count
+// test is not.
+
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "analysis/judge/measures.h"
+#include "analysis/stats/histogram_quantile.h"
+
+namespace gpucanary::analysis::judge_internal {
+namespace {
+
+constexpr double kMinTailObservationsPerBlock = 20;
+
+}  // namespace
+
+// The family's node histograms this tick, complete (every bucket's increase
+// known) and not excluded: the baseline's pooled, the canary's per node.
+void Measures::GatherTail(const Measure& ms, const Tick& tick, TailTick& arms) const {
+  for (const HistogramPoint& h : tick.histograms) {
+    if (h.gpu >= 0 || h.metric != ms.family_metric) continue;
+    const NodeState& n = fleet_.nodes()[static_cast<std::size_t>(h.node)];
+    const std::span<const Bucket> buckets = tick.BucketsOf(h);
+    if (buckets.empty() || n.excluded) continue;
+    bool complete = true;
+    for (const Bucket& b : buckets) complete &= b.increase.has_value();
+    if (!complete) continue;
+    if (n.role == Role::kBaseline) {
+      for (const Bucket& b : buckets) arms.base[b.le] += *b.increase;
+      arms.base_any = true;
+    } else {
+      arms.canary.push_back({h.node, buckets});
+    }
+  }
+}
+
+void Measures::RunTail(std::size_t m, std::int64_t t, const Tick& tick) {
+  const Measure& ms = measures_[m];
+  if (ms.family_metric < 0) return;
+  TailTick arms;
+  GatherTail(ms, tick, arms);
+  const bool before_release = time_.BeforeRelease(t);
+  if (!before_release && t < time_.BlockOrigin()) return;
+  const auto block_s = static_cast<std::int64_t>(policy_.block_s);
+  const std::int64_t origin = before_release ? time_.first_tick.value_or(t) : time_.BlockOrigin();
+  const std::int64_t index = (t - origin) / block_s;
+  // The canary nodes in the phase this tick feeds (history or judged).
+  std::vector<std::span<const Bucket>> all;
+  std::map<int, std::vector<std::span<const Bucket>>> per_node;
+  for (const NodeBuckets& nb : arms.canary) {
+    const Phase ph = fleet_.PhaseOf(nb.node, t);
+    if (before_release ? ph != Phase::kHistory : ph != Phase::kJudged) continue;
+    all.push_back(nb.buckets);
+    per_node[nb.node + 1].push_back(nb.buckets);
+  }
+  FeedTail(m, 0, before_release, index, all, arms);
+  if (!ms.decides) return;
+  const std::vector<NodeState>& nodes = fleet_.nodes();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].role != Role::kCanary) continue;
+    const int unit = static_cast<int>(i) + 1;
+    auto it = per_node.find(unit);
+    FeedTail(m, unit, before_release, index,
+             it == per_node.end() ? std::vector<std::span<const Bucket>>{} : it->second, arms);
+  }
+}
+
+// Adds this tick's buckets to the unit's open block, closing the previous
+// block when this tick starts a new one.
+void Measures::FeedTail(std::size_t m, int unit, bool history, std::int64_t index,
+                        const std::vector<std::span<const Bucket>>& canary, const TailTick& arms) {
+  TailBlock& tb = tail_blocks_[m][{unit, history}];
+  if (tb.index != index) {
+    if (tb.index >= 0) CloseTail(m, unit, history, tb);
+    tb = TailBlock{};
+    tb.index = index;
+  }
+  if (!canary.empty()) {
+    for (const std::span<const Bucket>& buckets : canary) {
+      for (const Bucket& b : buckets) tb.canary[b.le] += *b.increase;
+    }
+    ++tb.canary_seconds;
+  }
+  if (arms.base_any) {
+    for (const auto& [le, c] : arms.base) tb.baseline[le] += c;
+    ++tb.baseline_seconds;
+  }
+}
+
+// A block counts when both arms had data in enough of its seconds and enough
+// observations for a 99th percentile.
+void Measures::CloseTail(std::size_t m, int unit, bool history, TailBlock& tb) {
+  const double need = policy_.min_block_fraction * policy_.block_s;
+  if (static_cast<double>(tb.canary_seconds) < need ||
+      static_cast<double>(tb.baseline_seconds) < need) {
+    return;
+  }
+  const auto total = [](const std::map<double, double>& b) {
+    return b.empty() ? 0.0 : b.rbegin()->second;
+  };
+  if (total(tb.canary) < kMinTailObservationsPerBlock ||
+      total(tb.baseline) < kMinTailObservationsPerBlock) {
+    return;
+  }
+  const std::optional<double> qc = stats::BucketQuantile(tb.canary, 0.99);
+  const std::optional<double> qb = stats::BucketQuantile(tb.baseline, 0.99);
+  if (!qc || !qb) return;
+  const auto block_s = static_cast<std::int64_t>(policy_.block_s);
+  stats::Block block;
+  block.index = tb.index;
+  block.start_tick =
+      (history ? time_.first_tick.value_or(0) : time_.BlockOrigin()) + tb.index * block_s;
+  block.canary_mean = *qc;
+  block.baseline_mean = *qb;
+  ComparisonFor(m, unit);
+  OnComparisonBlock(m, unit, block, history);
+}
+
+}  // namespace gpucanary::analysis::judge_internal

@@ -1,0 +1,373 @@
+#include "analysis/judge/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+namespace gpucanary::analysis::judge_internal {
+namespace {
+
+constexpr std::int64_t kMinScopeBlocks = 3;  // blocks a unit needs to count as affected or clean
+constexpr double kMinLogAlpha = -690;        // log(alpha) ~ 1e-300
+
+double ScoreForAlpha(double alpha_used, double policy_alpha, double alpha_star) {
+  // alpha_star is the error rate of the single comparison at which the
+  // decision still holds; scale it back to the whole canary's budget.
+  const double total = alpha_star * policy_alpha / alpha_used;
+  // Capped at 30: beyond that the number says nothing more.
+  return -std::log10(std::clamp(total, 1e-30, 1.0));
+}
+
+// The decision the comparison's confidence sequence supports at error rate
+// alpha (not its running intersection: the score is of the interval alone).
+stats::Decision DecisionAt(const Comparison& cmp, const Measure& ms, double alpha) {
+  const double h = stats::CsHalfWidth(cmp.cs.n(), cmp.cs.variance(), cmp.cs.rho(), alpha,
+                                      stats::CsScale::kStandardized);
+  const stats::Bounds rel = stats::RelativeChange({cmp.cs.mean() - h, cmp.cs.mean() + h});
+  return Decide(ms.better, rel, ms.margin);
+}
+
+// Bisection on log(alpha) for the smallest alpha at which `holds` (true from
+// some alpha up) still holds. REQUIRES: it holds at 0.5 and not at the floor.
+template <typename Holds>
+double BisectLogAlpha(const Holds& holds) {
+  double lo = kMinLogAlpha;
+  double hi = std::log(0.5);
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (holds(std::exp(mid)) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+VerdictTracker::VerdictTracker(const Policy& policy, const Timeline& time, Fleet& fleet,
+                               const Measures& measures, const HardRules& rules,
+                               std::vector<MetricFinding>& findings)
+    : policy_(policy),
+      time_(time),
+      fleet_(fleet),
+      measures_(measures),
+      rules_(rules),
+      findings_(findings) {}
+
+// ---------------------------------------------------------------------------
+// Failing measures
+
+void VerdictTracker::OnMetricWorse(std::size_t m, int unit, std::int64_t t) {
+  const Measure& ms = measures_.list()[m];
+  MetricFinding f;
+  f.measure = static_cast<int>(m);
+  f.measure_unit = unit;
+  f.origin = std::string(IsCountKind(ms.kind) ? "count:" : "metric:") + ms.name;
+  f.unit_is_gpu = !IsNodeLevel(ms.kind);
+  f.decided_at = t;
+  f.critical = true;
+  std::vector<int> affected;
+  f.scope = ScopeForMeasure(m, unit, &affected);
+  for (int u : affected) f.units.push_back(u - 1);
+  f.since = MetricFindingSince(t);
+  // Harm on the whole canary with no unit yet resolved: all canary units.
+  if (f.units.empty() && unit == 0) f.units = CanaryUnits(f.unit_is_gpu);
+  f.kind = MetricFindingKind(m, f.scope);
+  if (f.scope == "node") ExcludeUnits(f);
+  findings_.push_back(std::move(f));
+}
+
+// The first judged second of the canary (the release serving after its
+// warm-up), the earliest the comparison could see it; else the release start
+// (or the first tick).
+std::int64_t VerdictTracker::MetricFindingSince(std::int64_t t) const {
+  std::optional<std::int64_t> first_serving;
+  for (const NodeState& n : fleet_.nodes()) {
+    if (n.role == Role::kCanary && n.since) {
+      first_serving = std::min(first_serving.value_or(*n.since), *n.since);
+    }
+  }
+  if (first_serving) return *first_serving + static_cast<std::int64_t>(policy_.warmup_s);
+  return time_.release_start.value_or(time_.first_tick.value_or(t));
+}
+
+std::vector<int> VerdictTracker::CanaryUnits(bool gpus) const {
+  std::vector<int> units;
+  if (gpus) {
+    for (std::size_t g = 0; g < fleet_.gpus().size(); ++g) {
+      const GpuState& s = fleet_.gpus()[g];
+      if (s.role == Role::kCanary && !s.excluded) units.push_back(static_cast<int>(g));
+    }
+  } else {
+    for (std::size_t i = 0; i < fleet_.nodes().size(); ++i) {
+      const NodeState& n = fleet_.nodes()[i];
+      if (n.role == Role::kCanary && !n.excluded) units.push_back(static_cast<int>(i));
+    }
+  }
+  return units;
+}
+
+// A hardware mechanism already found for the release explains a slower
+// service; otherwise the signature names it.
+std::string VerdictTracker::MetricFindingKind(std::size_t m, const std::string& scope) const {
+  if (scope == "release") {
+    for (const MetricFinding& other : findings_) {
+      if (other.scope == "release" && other.measure < 0) {
+        if (!other.kind.empty()) return other.kind;
+        break;
+      }
+    }
+  }
+  const Measure& ms = measures_.list()[m];
+  if (ms.kind == MeasureKind::kDramEff) return "memory_thrash";
+  return ClassifyMetricFailure(ms.name, !IsNodeLevel(ms.kind), CurrentSignature());
+}
+
+void VerdictTracker::ExcludeUnits(const MetricFinding& f) {
+  for (int u : f.units) {
+    if (f.unit_is_gpu) {
+      fleet_.ExcludeGpu(u);
+    } else {
+      fleet_.ExcludeNodeAndItsGpus(u);
+    }
+  }
+}
+
+// Scope of a failing measure: which canary units (GPUs or nodes) show the
+// harm, by their own point estimates over at least kMinScopeBlocks blocks
+// (docs/analysis-method.md, "Release or node (scope)"). The release when the
+// harm is on enough canary nodes, or when no unit is clean; a node when clean
+// units witness that the release runs fine elsewhere, or when every harmed
+// unit was already like that before the release.
+std::string VerdictTracker::ScopeForMeasure(std::size_t m, int seed_unit,
+                                            std::vector<int>* affected) const {
+  const Measure& ms = measures_.list()[m];
+  const bool gpu_unit = !IsNodeLevel(ms.kind);
+  UnitTally tally;
+  if (IsCountKind(ms.kind)) {
+    TallyCountUnits(m, seed_unit, tally);
+  } else {
+    TallyBlockUnits(m, seed_unit, tally);
+  }
+  if (seed_unit != 0 && tally.preexisting.count(seed_unit) == 0) tally.harmed.insert(seed_unit);
+  affected->assign(tally.harmed.begin(), tally.harmed.end());
+  affected->insert(affected->end(), tally.preexisting.begin(), tally.preexisting.end());
+  std::set<int> nodes;
+  for (int u : tally.harmed) {
+    nodes.insert(gpu_unit ? fleet_.gpus()[static_cast<std::size_t>(u - 1)].node : u - 1);
+  }
+  const int n_aff = static_cast<int>(nodes.size());
+  const int canary_nodes = fleet_.CanaryNodeCount();
+  if (n_aff >= 2 && 2 * n_aff >= canary_nodes) return "release";
+  if (tally.harmed.empty() && !tally.preexisting.empty()) return "node";
+  if (tally.witness && !tally.harmed.empty()) return "node";
+  return "release";
+}
+
+void VerdictTracker::TallyCountUnits(std::size_t m, int seed_unit, UnitTally& tally) const {
+  const Measure& ms = measures_.list()[m];
+  const double half = ms.margin / 2;
+  for (const auto& [unit, cc] : measures_.counts(m)) {
+    if (unit == 0) continue;
+    // Already there: events before the release at a rate the release has
+    // not raised by more than the margin (so far).
+    const double hist_rate =
+        cc.history_canary_exposure > 0 ? cc.history_canary / cc.history_canary_exposure : 0.0;
+    const double events = static_cast<double>(cc.test.canary_events());
+    const double cur_rate = cc.canary_exposure > 0 ? events / cc.canary_exposure : 0.0;
+    if (cc.history_canary >= 3 && events > 0 && cur_rate <= (1 + ms.margin) * hist_rate) {
+      tally.preexisting.insert(unit);
+      continue;
+    }
+    // Enough exposure to tell (30 s of it); a unit without events is clean.
+    if (cc.ticks < 30) continue;
+    const bool worse = cc.rate_ratio() > 1 + half;
+    if (!worse && unit != seed_unit) {
+      tally.witness = true;
+      continue;
+    }
+    tally.harmed.insert(unit);
+  }
+}
+
+void VerdictTracker::TallyBlockUnits(std::size_t m, int seed_unit, UnitTally& tally) const {
+  const Measure& ms = measures_.list()[m];
+  const double half = ms.margin / 2;
+  for (const auto& [unit, cmp] : measures_.comparisons(m)) {
+    if (unit == 0 || cmp.blocks_used < kMinScopeBlocks) continue;
+    const double change = cmp.change();
+    if (!Worse(ms.better, change, half) && unit != seed_unit) {
+      tally.witness = true;
+      continue;
+    }
+    // Already there before the release: the history was as bad (beyond the
+    // margin) and the release made it no worse by another margin.
+    const double history_change = cmp.history_change();
+    const double added = (1 + change) / (1 + history_change) - 1;
+    const bool before = cmp.history_blocks >= kMinScopeBlocks &&
+                        Worse(ms.better, history_change, ms.margin) &&
+                        !Worse(ms.better, added, ms.margin);
+    (before ? tally.preexisting : tally.harmed).insert(unit);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Signature and scores
+
+double VerdictTracker::MeasureChange(int gpu_slot) const {
+  for (std::size_t m = 0; m < measures_.list().size(); ++m) {
+    const Measure& ms = measures_.list()[m];
+    if (ms.kind != MeasureKind::kGpuGauge || ms.gpu_slot != gpu_slot) continue;
+    if (const Comparison* whole = measures_.Whole(m)) return whole->change();
+  }
+  return kNaN;
+}
+
+Signature VerdictTracker::CurrentSignature() const {
+  Signature s;
+  s.sm_clock = MeasureChange(kClock);
+  s.sm_active = MeasureChange(kSmActive);
+  s.occupancy = MeasureChange(kOccupancy);
+  s.tensor = MeasureChange(kTensor);
+  s.dram = MeasureChange(kDram);
+  s.power = MeasureChange(kPower);
+  s.tokens_per_dram = kNaN;
+  for (std::size_t m = 0; m < measures_.list().size(); ++m) {
+    if (measures_.list()[m].kind != MeasureKind::kDramEff) continue;
+    if (const Comparison* whole = measures_.Whole(m)) s.tokens_per_dram = whole->change();
+  }
+  s.power_capped = rules_.CanaryPowerCapped();
+  return s;
+}
+
+double VerdictTracker::FindingScore(const MetricFinding& f) const {
+  const double rule_score = -std::log10(policy_.alpha);
+  if (f.measure < 0) return rule_score;
+  const auto m = static_cast<std::size_t>(f.measure);
+  const Measure& ms = measures_.list()[m];
+  if (IsCountKind(ms.kind)) {
+    auto it = measures_.counts(m).find(f.measure_unit);
+    if (it == measures_.counts(m).end()) return 0;
+    const double log10_e = it->second.test.log_e_value() / std::log(10.0);
+    return ScoreForAlpha(it->second.alpha, policy_.alpha,
+                         std::pow(10.0, -std::min(log10_e, 300.0)));
+  }
+  auto it = measures_.comparisons(m).find(f.measure_unit);
+  if (it == measures_.comparisons(m).end()) return 0;
+  const Comparison& cmp = it->second;
+  if (cmp.cs.n() < 2) return 0;
+  // The smallest alpha at which the CS still lies wholly on the harmful side
+  // of the margin.
+  const auto holds = [&](double a) { return DecisionAt(cmp, ms, a) == stats::Decision::kWorse; };
+  if (!holds(std::exp(std::log(0.5)))) return 0;
+  if (holds(std::exp(kMinLogAlpha))) return ScoreForAlpha(cmp.alpha, policy_.alpha, 1e-300);
+  return ScoreForAlpha(cmp.alpha, policy_.alpha, std::exp(BisectLogAlpha(holds)));
+}
+
+double VerdictTracker::FailScore() const {
+  double score = 0;
+  for (const MetricFinding& f : findings_) {
+    if (f.failing) score = std::max(score, FindingScore(f));
+  }
+  return score;
+}
+
+double VerdictTracker::PassScore() const {
+  double score = kInf;
+  for (std::size_t m = 0; m < measures_.list().size(); ++m) {
+    const Measure& ms = measures_.list()[m];
+    if (!ms.decides || !ms.critical || IsCountKind(ms.kind)) continue;
+    const Comparison* cmp = measures_.Whole(m);
+    if (cmp == nullptr) continue;
+    const auto holds = [&](double a) {
+      return DecisionAt(*cmp, ms, a) == stats::Decision::kNotWorse;
+    };
+    if (!holds(std::exp(std::log(0.5)))) {
+      score = std::min(score, 0.0);
+      continue;
+    }
+    const double log_alpha = holds(std::exp(kMinLogAlpha)) ? kMinLogAlpha : BisectLogAlpha(holds);
+    score = std::min(score, ScoreForAlpha(cmp->alpha, policy_.alpha, std::exp(log_alpha)));
+  }
+  return std::isinf(score) ? 0 : score;
+}
+
+// ---------------------------------------------------------------------------
+// Verdict
+
+void VerdictTracker::Update(std::int64_t t) {
+  MarkFailing();
+  // Pass: every required measure shown not worse on the whole canary, no
+  // failing finding, and at least half of the canary GPUs healthy.
+  const bool pass = !failed_at_ && RequiredMeasuresPass() && CanaryHealthy();
+  if (pass && !pass_since_) pass_since_ = PassDecidedAt(t);
+  if (!pass) pass_since_.reset();
+}
+
+// Which findings count against the release.
+void VerdictTracker::MarkFailing() {
+  std::map<std::string, std::set<int>> release_gpus_by_kind;
+  for (const MetricFinding& f : findings_) {
+    if (f.scope == "release" && f.unit_is_gpu) {
+      release_gpus_by_kind[f.kind].insert(f.units.begin(), f.units.end());
+    }
+  }
+  for (MetricFinding& f : findings_) {
+    if (f.failing || f.scope != "release") continue;
+    if (f.measure >= 0) {
+      f.failing = true;
+    } else if (f.origin == "rule:xid") {
+      // A critical XID fails at once; another XID when it recurs on several GPUs.
+      f.failing = f.critical || release_gpus_by_kind[f.kind].size() >= 2;
+    } else {
+      f.failing = f.critical;
+    }
+    if (f.failing && !failed_at_) failed_at_ = std::max(f.decided_at, f.since);
+  }
+}
+
+// The required measures: the critical ones if the policy has any, else every
+// deciding one but the DRAM efficiency rule; count tests never pass.
+bool VerdictTracker::RequiredMeasuresPass() const {
+  const std::vector<Measure>& measures = measures_.list();
+  bool has_critical = false;
+  for (const Measure& ms : measures) {
+    has_critical |= ms.decides && ms.critical && !IsCountKind(ms.kind);
+  }
+  bool any_required = false;
+  for (std::size_t m = 0; m < measures.size(); ++m) {
+    const Measure& ms = measures[m];
+    if (!ms.decides || IsCountKind(ms.kind)) continue;
+    if (has_critical ? !ms.critical : ms.kind == MeasureKind::kDramEff) continue;
+    any_required = true;
+    const Comparison* whole = measures_.Whole(m);
+    if (whole == nullptr || whole->decision != stats::Decision::kNotWorse) return false;
+  }
+  return any_required;
+}
+
+bool VerdictTracker::CanaryHealthy() const {
+  int canary = 0;
+  int healthy = 0;
+  for (const GpuState& g : fleet_.gpus()) {
+    if (g.role != Role::kCanary) continue;
+    ++canary;
+    healthy += !g.excluded;
+  }
+  return canary != 0 && 2 * healthy >= canary;
+}
+
+// The decision was completed by the last required measure's block.
+std::int64_t VerdictTracker::PassDecidedAt(std::int64_t t) const {
+  std::int64_t at = t;
+  std::int64_t latest = 0;
+  for (std::size_t m = 0; m < measures_.list().size(); ++m) {
+    const Comparison* whole = measures_.Whole(m);
+    if (whole != nullptr && whole->decided_at && measures_.list()[m].decides) {
+      latest = std::max(latest, *whole->decided_at);
+    }
+  }
+  if (latest > 0) at = std::min(at, latest);
+  return at;
+}
+
+}  // namespace gpucanary::analysis::judge_internal
