@@ -94,7 +94,9 @@ const std::set<int>* PartlyExplained(const Group& g, const Scored& scored,
       best_nodes = &scored.explained[i];
     }
   }
-  if (best >= options.min_score && !best_nodes->empty() &&
+  // With no release, best_nodes stays null (and best -1, below any valid
+  // min_score).
+  if (best_nodes != nullptr && best >= options.min_score && !best_nodes->empty() &&
       best_nodes->size() < g.node_onset.size()) {
     return best_nodes;
   }

@@ -80,6 +80,7 @@ std::vector<MetricChange> Evidence(const Group& g) {
     }
   }
   std::vector<MetricChange> out;
+  out.reserve(by_metric.size());
   for (const auto& [metric, changes] : by_metric) out.push_back(Summarize(metric, changes));
   return out;
 }
