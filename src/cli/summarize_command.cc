@@ -78,6 +78,86 @@ std::string ThrottleCell(const telemetry::GpuState& g, bool recording) {
   return buf;
 }
 
+nlohmann::json GpuJson(const telemetry::GpuKey& key, const telemetry::GpuState& g) {
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [name, st] : g.metrics) {
+    auto num = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
+    metrics[name] = {{"last", num(st.last)},
+                     {"mean", st.count ? num(st.mean()) : nlohmann::json()},
+                     {"min", st.count ? num(st.min) : nlohmann::json()},
+                     {"max", st.count ? num(st.max) : nlohmann::json()},
+                     {"samples", st.count},
+                     {"nan_samples", st.nan}};
+  }
+  nlohmann::json throttle = nlohmann::json::object();
+  for (const auto& [mask, n] : g.throttle_masks) throttle[dcgm::FormatMaskHex(mask)] = n;
+  return {{"gpu", key.Id()},
+          {"uuid", g.uuid},
+          {"model", g.model},
+          {"pci_bus_id", g.pci_bus_id},
+          {"pod", g.pod},
+          {"metrics", metrics},
+          {"throttle_reasons", throttle}};
+}
+
+void PrintJson(const expfmt::ReadReport& report, const telemetry::GpuSnapshot& snapshot,
+               std::ostream& out) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& [key, g] : snapshot.gpus()) gpus.push_back(GpuJson(key, g));
+  out << nlohmann::json{{"file", report.name},
+                        {"format", expfmt::FormatName(report.format)},
+                        {"samples", report.stats.samples},
+                        {"series", report.stats.series},
+                        {"bad_lines", report.bad_lines},
+                        {"gpus", gpus}}
+             .dump(2)
+      << "\n";
+}
+
+// The file, its GPUs, series and samples; for a recording, its span.
+void PrintTableTitle(const expfmt::ReadReport& report, const telemetry::GpuSnapshot& snapshot,
+                     bool recording, std::ostream& out) {
+  out << report.name << ": " << snapshot.gpus().size() << " GPU(s), " << report.stats.series
+      << " series, " << report.stats.samples << " samples (" << expfmt::FormatName(report.format)
+      << ")";
+  if (recording) {
+    char span[80];
+    std::snprintf(
+        span, sizeof span, "; a recording of %.1f s: values are means over it",
+        static_cast<double>(report.stats.max_timestamp_ms - report.stats.min_timestamp_ms) /
+            1000.0);
+    out << span;
+  }
+  out << "\n";
+}
+
+void PrintTable(const expfmt::ReadReport& report, const telemetry::GpuSnapshot& snapshot,
+                std::ostream& out) {
+  const bool recording = report.stats.timestamped_samples > 0;
+  PrintTableTitle(report, snapshot, recording, out);
+  char line[256];
+  std::snprintf(line, sizeof line, "%-22s %-24s", "GPU", "MODEL");
+  out << line;
+  for (const Column& c : kColumns) {
+    std::snprintf(line, sizeof line, " %11s", c.header);
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "  %-22s", recording ? "THROTTLED (harmful)" : "THROTTLE");
+  out << line << "  POD\n";
+  for (const auto& [key, g] : snapshot.gpus()) {
+    std::snprintf(line, sizeof line, "%-22s %-24s", key.Id().c_str(),
+                  g.model.empty() ? "-" : g.model.c_str());
+    out << line;
+    for (const Column& c : kColumns) {
+      std::snprintf(line, sizeof line, " %11s", Cell(g, c, recording).c_str());
+      out << line;
+    }
+    std::snprintf(line, sizeof line, "  %-22s", ThrottleCell(g, recording).c_str());
+    out << line << "  " << (g.pod.empty() ? "-" : g.pod) << "\n";
+  }
+  out << "(\"-\" = no data: the source did not report that field)\n";
+}
+
 void Run(const SummarizeArgs& args, CommandContext& ctx) {
   telemetry::GpuSnapshot snapshot;
   expfmt::ReadOptions options;
@@ -91,73 +171,10 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
     return;
   }
   for (const std::string& m : report->messages) ctx.err << m << "\n";
-
   if (args.output == "json") {
-    nlohmann::json gpus = nlohmann::json::array();
-    for (const auto& [key, g] : snapshot.gpus()) {
-      nlohmann::json metrics = nlohmann::json::object();
-      for (const auto& [name, st] : g.metrics) {
-        auto num = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
-        metrics[name] = {{"last", num(st.last)},
-                         {"mean", st.count ? num(st.mean()) : nlohmann::json()},
-                         {"min", st.count ? num(st.min) : nlohmann::json()},
-                         {"max", st.count ? num(st.max) : nlohmann::json()},
-                         {"samples", st.count},
-                         {"nan_samples", st.nan}};
-      }
-      nlohmann::json throttle = nlohmann::json::object();
-      for (const auto& [mask, n] : g.throttle_masks) throttle[dcgm::FormatMaskHex(mask)] = n;
-      gpus.push_back({{"gpu", key.Id()},
-                      {"uuid", g.uuid},
-                      {"model", g.model},
-                      {"pci_bus_id", g.pci_bus_id},
-                      {"pod", g.pod},
-                      {"metrics", metrics},
-                      {"throttle_reasons", throttle}});
-    }
-    ctx.out << nlohmann::json{{"file", report->name},
-                              {"format", expfmt::FormatName(report->format)},
-                              {"samples", report->stats.samples},
-                              {"series", report->stats.series},
-                              {"bad_lines", report->bad_lines},
-                              {"gpus", gpus}}
-                   .dump(2)
-            << "\n";
+    PrintJson(*report, snapshot, ctx.out);
   } else {
-    const bool recording = report->stats.timestamped_samples > 0;
-    ctx.out << report->name << ": " << snapshot.gpus().size() << " GPU(s), " << report->stats.series
-            << " series, " << report->stats.samples << " samples ("
-            << expfmt::FormatName(report->format) << ")";
-    if (recording) {
-      char span[80];
-      std::snprintf(
-          span, sizeof span, "; a recording of %.1f s: values are means over it",
-          static_cast<double>(report->stats.max_timestamp_ms - report->stats.min_timestamp_ms) /
-              1000.0);
-      ctx.out << span;
-    }
-    ctx.out << "\n";
-    char line[256];
-    std::snprintf(line, sizeof line, "%-22s %-24s", "GPU", "MODEL");
-    ctx.out << line;
-    for (const Column& c : kColumns) {
-      std::snprintf(line, sizeof line, " %11s", c.header);
-      ctx.out << line;
-    }
-    std::snprintf(line, sizeof line, "  %-22s", recording ? "THROTTLED (harmful)" : "THROTTLE");
-    ctx.out << line << "  POD\n";
-    for (const auto& [key, g] : snapshot.gpus()) {
-      std::snprintf(line, sizeof line, "%-22s %-24s", key.Id().c_str(),
-                    g.model.empty() ? "-" : g.model.c_str());
-      ctx.out << line;
-      for (const Column& c : kColumns) {
-        std::snprintf(line, sizeof line, " %11s", Cell(g, c, recording).c_str());
-        ctx.out << line;
-      }
-      std::snprintf(line, sizeof line, "  %-22s", ThrottleCell(g, recording).c_str());
-      ctx.out << line << "  " << (g.pod.empty() ? "-" : g.pod) << "\n";
-    }
-    ctx.out << "(\"-\" = no data: the source did not report that field)\n";
+    PrintTable(*report, snapshot, ctx.out);
   }
   ctx.exit_code = report->ok() ? kExitOk : kExitBadInput;
 }

@@ -202,15 +202,192 @@ td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-al
 .chart { margin: 16px 0; } .chart h3 { font-size: 15px; margin: 4px 0; }
 )css";
 
-}  // namespace
-
-Result<std::string> RenderHtmlReport(const fs::path& dir, HtmlReportStats* stats) {
+// incident.json, which must hold a JSON object.
+Result<Json> ReadIncident(const fs::path& dir) {
   auto incident_text = ReadFile(dir / "incident.json");
   if (!incident_text) return Error(incident_text.error());
-  const Json incident = Json::parse(*incident_text, nullptr, /*allow_exceptions=*/false);
+  Json incident = Json::parse(*incident_text, nullptr, /*allow_exceptions=*/false);
   if (!incident.is_object()) {
     return Error(StatusCode::kParseError, (dir / "incident.json").string() + ": not a JSON object");
   }
+  return incident;
+}
+
+std::set<std::string> CanaryNodes(const Json& incident) {
+  std::set<std::string> canary_nodes;
+  if (incident.contains("canary_nodes") && incident["canary_nodes"].is_array()) {
+    for (const Json& n : incident["canary_nodes"]) {
+      if (n.is_string()) canary_nodes.insert(n.get<std::string>());
+    }
+  }
+  return canary_nodes;
+}
+
+// The charts' data: a time axis and one column of values per series.
+struct Charts {
+  std::vector<std::int64_t> times;  // every second from the first to the last sample
+  Json charts = Json::array();
+  std::set<std::string> charted_gpus;
+
+  // `values` on the time axis; null where there is no (finite) value.
+  Json Column(const std::map<std::int64_t, double>& values) const {
+    Json out = Json::array();
+    for (std::int64_t t : times) {
+      auto it = values.find(t);
+      out.push_back(it == values.end() || !std::isfinite(it->second) ? Json(nullptr)
+                                                                     : Json(it->second));
+    }
+    return out;
+  }
+};
+
+// One chart per GPU metric with data: canary GPUs first, so their colours
+// and legend entries lead.
+void AddGpuCharts(const Collected& data, const std::set<std::string>& canary_nodes, Charts& out) {
+  for (const ChartSpec& spec : kGpuCharts) {
+    auto it = data.gpu.find(std::string(spec.metric));
+    if (it == data.gpu.end()) continue;
+    Json series = Json::array();
+    for (bool canary : {true, false}) {
+      for (const auto& [gpu, values] : it->second) {
+        if (canary_nodes.contains(HostOf(gpu)) != canary) continue;
+        series.push_back({{"label", gpu},
+                          {"role", canary ? "canary" : "baseline"},
+                          {"values", out.Column(values)}});
+        out.charted_gpus.insert(gpu);
+      }
+    }
+    out.charts.push_back(
+        {{"title", spec.title}, {"unit", spec.unit}, {"series", std::move(series)}});
+  }
+}
+
+// Generated tokens per second per node, canary nodes first.
+void AddTokensChart(const Collected& data, const std::set<std::string>& canary_nodes, Charts& out) {
+  if (data.tokens.empty()) return;
+  Json series = Json::array();
+  for (bool canary : {true, false}) {
+    for (const auto& [node, values] : data.tokens) {
+      if (canary_nodes.contains(node) != canary) continue;
+      series.push_back({{"label", node},
+                        {"role", canary ? "canary" : "baseline"},
+                        {"values", out.Column(values)}});
+    }
+  }
+  out.charts.push_back({{"title", "Generated tokens per second"},
+                        {"unit", "tokens/s"},
+                        {"series", std::move(series)}});
+}
+
+Charts MakeCharts(const Collected& data, const std::set<std::string>& canary_nodes) {
+  Charts out;
+  if (!data.times.empty()) {
+    for (std::int64_t t = *data.times.begin(); t <= *data.times.rbegin(); ++t) {
+      out.times.push_back(t);
+    }
+  }
+  AddGpuCharts(data, canary_nodes, out);
+  AddTokensChart(data, canary_nodes, out);
+  return out;
+}
+
+// Seconds in which any canary GPU was throttled (idle aside), as ranges.
+Json ThrottledRanges(const Collected& data, const std::set<std::string>& canary_nodes) {
+  std::set<std::int64_t> throttled;
+  for (const auto& [host, seconds] : data.throttled) {
+    if (canary_nodes.contains(host)) throttled.insert(seconds.begin(), seconds.end());
+  }
+  Json ranges = Json::array();
+  for (auto it = throttled.begin(); it != throttled.end();) {
+    std::int64_t from = *it;
+    std::int64_t to = from;
+    while (++it != throttled.end() && *it == to + 1) to = *it;
+    ranges.push_back({from, to});
+  }
+  return ranges;
+}
+
+// The strings of the JSON array `list` (other items skipped), joined by ", ".
+std::string JoinStrings(const Json& list) {
+  std::string out;
+  for (const Json& item : list) {
+    if (!item.is_string()) continue;
+    if (!out.empty()) out += ", ";
+    out += item.get<std::string>();
+  }
+  return out;
+}
+
+// Each cause: kind, scope (and node), its sentence and GPUs.
+std::string CausesHtml(const Json& incident) {
+  if (!incident.contains("causes") || !incident["causes"].is_array() ||
+      incident["causes"].empty()) {
+    return "<p>No cause was recorded.</p>\n";
+  }
+  std::string html;
+  for (const Json& c : incident["causes"]) {
+    const std::string scope = Str(c, "scope");
+    html += "<div class=\"cause " + Escape(scope) + "\"><strong>" + Escape(Str(c, "kind")) +
+            "</strong> (" + Escape(scope) + " scope";
+    if (!Str(c, "node").empty()) html += ", " + Escape(Str(c, "node"));
+    html += ")<br>" + Escape(Str(c, "summary"));
+    if (c.contains("gpus") && c["gpus"].is_array() && !c["gpus"].empty()) {
+      html += "<br><span class=\"meta\">GPUs: " + Escape(JoinStrings(c["gpus"])) + "</span>";
+    }
+    html += "</div>\n";
+  }
+  return html;
+}
+
+// The release annotation, one row per field.
+std::string ReleaseRows(const Json& annotation) {
+  std::string html;
+  for (const auto& [key, value] : annotation.items()) {
+    html += "<tr><th>" + Escape(key) + "</th><td>" +
+            Escape(value.is_string() ? value.get<std::string>() : value.dump()) + "</td></tr>\n";
+  }
+  return html;
+}
+
+// The canary and baseline nodes, one row each.
+std::string NodeRows(const Json& incident) {
+  std::string html;
+  for (const char* key : {"canary_nodes", "baseline_nodes"}) {
+    std::string nodes;
+    if (incident.contains(key) && incident[key].is_array()) nodes = JoinStrings(incident[key]);
+    html += "<tr><th>" +
+            std::string(key == std::string_view("canary_nodes") ? "canary" : "baseline") +
+            "</th><td>" + Escape(nodes.empty() ? "(none)" : nodes) + "</td></tr>\n";
+  }
+  return html;
+}
+
+// The page's head, title and summary line.
+std::string HeadHtml(const Json& incident, const std::string& release_id,
+                     const std::string& verdict, std::optional<double> decided_at,
+                     std::string_view uplot_css) {
+  std::string html;
+  html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  html += "<title>gpucanary: " + Escape(release_id) + " " + Escape(verdict) + "</title>\n";
+  html += "<style>" + std::string(uplot_css) + "</style>\n";
+  html += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
+  html += "<h1>Release " + Escape(release_id) + " <span class=\"verdict " + Escape(verdict) +
+          "\">" + Escape(verdict) + "</span></h1>\n";
+  html += "<p class=\"meta\">canary " + Escape(Str(incident, "canary"));
+  if (decided_at) {
+    html += ", decided at " +
+            Escape(FormatUtcMillis(static_cast<std::int64_t>(std::llround(*decided_at * 1000))));
+  }
+  html += "</p>\n";
+  return html;
+}
+
+}  // namespace
+
+Result<std::string> RenderHtmlReport(const fs::path& dir, HtmlReportStats* stats) {
+  auto read = ReadIncident(dir);
+  if (!read) return Error(read.error());
+  const Json& incident = *read;
   const fs::path recording = dir / "telemetry.om";
   std::error_code ec;
   if (!fs::exists(recording, ec)) {
@@ -223,75 +400,13 @@ Result<std::string> RenderHtmlReport(const fs::path& dir, HtmlReportStats* stats
   const Json annotation = release.contains("annotation") && release["annotation"].is_object()
                               ? release["annotation"]
                               : Json::object();
-  std::set<std::string> canary_nodes;
-  if (incident.contains("canary_nodes") && incident["canary_nodes"].is_array()) {
-    for (const Json& n : incident["canary_nodes"]) {
-      if (n.is_string()) canary_nodes.insert(n.get<std::string>());
-    }
-  }
-
-  // The time axis: every second from the first to the last sample.
-  std::vector<std::int64_t> times;
-  if (!data.times.empty()) {
-    for (std::int64_t t = *data.times.begin(); t <= *data.times.rbegin(); ++t) times.push_back(t);
-  }
-  auto column = [&](const std::map<std::int64_t, double>& values) {
-    Json out = Json::array();
-    for (std::int64_t t : times) {
-      auto it = values.find(t);
-      out.push_back(it == values.end() || !std::isfinite(it->second) ? Json(nullptr)
-                                                                     : Json(it->second));
-    }
-    return out;
-  };
-  Json charts = Json::array();
-  std::set<std::string> charted_gpus;
-  for (const ChartSpec& spec : kGpuCharts) {
-    auto it = data.gpu.find(std::string(spec.metric));
-    if (it == data.gpu.end()) continue;
-    Json series = Json::array();
-    // Canary GPUs first, so their colours and legend entries lead.
-    for (bool canary : {true, false}) {
-      for (const auto& [gpu, values] : it->second) {
-        if (canary_nodes.contains(HostOf(gpu)) != canary) continue;
-        series.push_back(
-            {{"label", gpu}, {"role", canary ? "canary" : "baseline"}, {"values", column(values)}});
-        charted_gpus.insert(gpu);
-      }
-    }
-    charts.push_back({{"title", spec.title}, {"unit", spec.unit}, {"series", std::move(series)}});
-  }
-  if (!data.tokens.empty()) {
-    Json series = Json::array();
-    for (bool canary : {true, false}) {
-      for (const auto& [node, values] : data.tokens) {
-        if (canary_nodes.contains(node) != canary) continue;
-        series.push_back({{"label", node},
-                          {"role", canary ? "canary" : "baseline"},
-                          {"values", column(values)}});
-      }
-    }
-    charts.push_back({{"title", "Generated tokens per second"},
-                      {"unit", "tokens/s"},
-                      {"series", std::move(series)}});
-  }
-  // Seconds in which any canary GPU was throttled (idle aside), as ranges.
-  std::set<std::int64_t> throttled;
-  for (const auto& [host, seconds] : data.throttled) {
-    if (canary_nodes.contains(host)) throttled.insert(seconds.begin(), seconds.end());
-  }
-  Json ranges = Json::array();
-  for (auto it = throttled.begin(); it != throttled.end();) {
-    std::int64_t from = *it;
-    std::int64_t to = from;
-    while (++it != throttled.end() && *it == to + 1) to = *it;
-    ranges.push_back({from, to});
-  }
+  const std::set<std::string> canary_nodes = CanaryNodes(incident);
+  Charts charts = MakeCharts(data, canary_nodes);
   const std::optional<double> release_start = Num(annotation, "started_at");
   const std::optional<double> decided_at = Num(incident, "decided_at");
-  Json page = {{"times", times},
-               {"charts", charts},
-               {"throttled", ranges},
+  Json page = {{"times", charts.times},
+               {"charts", charts.charts},
+               {"throttled", ThrottledRanges(data, canary_nodes)},
                {"release_start", release_start ? Json(*release_start) : Json(nullptr)},
                {"decided_at", decided_at ? Json(*decided_at) : Json(nullptr)}};
 
@@ -302,60 +417,10 @@ Result<std::string> RenderHtmlReport(const fs::path& dir, HtmlReportStats* stats
   }
 
   const std::string verdict = Str(incident, "verdict").empty() ? "fail" : Str(incident, "verdict");
-  const std::string release_id = Str(release, "id");
-  std::string html;
-  html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  html += "<title>gpucanary: " + Escape(release_id) + " " + Escape(verdict) + "</title>\n";
-  html += "<style>" + std::string(uplot_css->body) + "</style>\n";
-  html += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
-  html += "<h1>Release " + Escape(release_id) + " <span class=\"verdict " + Escape(verdict) +
-          "\">" + Escape(verdict) + "</span></h1>\n";
-  html += "<p class=\"meta\">canary " + Escape(Str(incident, "canary"));
-  if (decided_at) {
-    html += ", decided at " +
-            Escape(FormatUtcMillis(static_cast<std::int64_t>(std::llround(*decided_at * 1000))));
-  }
-  html += "</p>\n<h2>Causes</h2>\n";
-  if (incident.contains("causes") && incident["causes"].is_array() && !incident["causes"].empty()) {
-    for (const Json& c : incident["causes"]) {
-      const std::string scope = Str(c, "scope");
-      html += "<div class=\"cause " + Escape(scope) + "\"><strong>" + Escape(Str(c, "kind")) +
-              "</strong> (" + Escape(scope) + " scope";
-      if (!Str(c, "node").empty()) html += ", " + Escape(Str(c, "node"));
-      html += ")<br>" + Escape(Str(c, "summary"));
-      if (c.contains("gpus") && c["gpus"].is_array() && !c["gpus"].empty()) {
-        std::string gpus;
-        for (const Json& g : c["gpus"]) {
-          if (!g.is_string()) continue;
-          if (!gpus.empty()) gpus += ", ";
-          gpus += g.get<std::string>();
-        }
-        html += "<br><span class=\"meta\">GPUs: " + Escape(gpus) + "</span>";
-      }
-      html += "</div>\n";
-    }
-  } else {
-    html += "<p>No cause was recorded.</p>\n";
-  }
-  html += "<h2>Release</h2>\n<table>\n";
-  for (const auto& [key, value] : annotation.items()) {
-    html += "<tr><th>" + Escape(key) + "</th><td>" +
-            Escape(value.is_string() ? value.get<std::string>() : value.dump()) + "</td></tr>\n";
-  }
-  html += "</table>\n<h2>Nodes</h2>\n<table>\n";
-  for (const char* key : {"canary_nodes", "baseline_nodes"}) {
-    std::string nodes;
-    if (incident.contains(key) && incident[key].is_array()) {
-      for (const Json& n : incident[key]) {
-        if (!n.is_string()) continue;
-        if (!nodes.empty()) nodes += ", ";
-        nodes += n.get<std::string>();
-      }
-    }
-    html += "<tr><th>" +
-            std::string(key == std::string_view("canary_nodes") ? "canary" : "baseline") +
-            "</th><td>" + Escape(nodes.empty() ? "(none)" : nodes) + "</td></tr>\n";
-  }
+  std::string html = HeadHtml(incident, Str(release, "id"), verdict, decided_at, uplot_css->body);
+  html += "<h2>Causes</h2>\n" + CausesHtml(incident);
+  html += "<h2>Release</h2>\n<table>\n" + ReleaseRows(annotation);
+  html += "</table>\n<h2>Nodes</h2>\n<table>\n" + NodeRows(incident);
   html +=
       "</table>\n<h2>Telemetry</h2>\n<p class=\"meta\">Canary GPUs in colour, baseline in "
       "grey; the green line is the release start, the red one the decision; shaded seconds "
@@ -366,9 +431,9 @@ Result<std::string> RenderHtmlReport(const fs::path& dir, HtmlReportStats* stats
   html += "<script>" + std::string(uplot_js->body) + "</script>\n";
   html += "<script>" + std::string(kScript) + "</script>\n</body>\n</html>\n";
   if (stats != nullptr) {
-    stats->gpus = static_cast<int>(charted_gpus.size());
-    stats->seconds = static_cast<int>(times.size());
-    stats->charts = static_cast<int>(charts.size());
+    stats->gpus = static_cast<int>(charts.charted_gpus.size());
+    stats->seconds = static_cast<int>(charts.times.size());
+    stats->charts = static_cast<int>(charts.charts.size());
   }
   return html;
 }

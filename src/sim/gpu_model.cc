@@ -90,66 +90,81 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
   dram_noise_.Next(rng_);
   limit_w_ = faults.power_limit_w > 0 ? std::min(faults.power_limit_w, profile_.power_limit_w)
                                       : profile_.power_limit_w;
-  const double fmax = profile_.max_sm_clock_mhz;
-  std::uint64_t reasons = 0;
-  double target = fmax;
   idle_ = a < kIdleLoad;
   if (idle_) {
-    target = profile_.idle_sm_clock_mhz;
-    reasons |= kIdle;
-    // A board signal holds whatever the load. nvidia-smi dumps of 8 idle
-    // H100s under an asserted brake (leptonai-gpud, driver 535.161.08) show
-    // 0x88 without the idle bit and the SM clock at 86 MHz, below the idle
-    // clock; HW slowdown alone is taken to replace the idle bit the same way.
-    if (faults.power_brake) {
-      target = kBrakeIdleClockMhz;
-      reasons = kHwPowerBrake | kHwSlowdown;
-    } else if (faults.hw_slowdown) {
-      reasons = kHwSlowdown;
-    }
+    SetIdleClock(faults);
   } else {
-    if (faults.power_brake) {
-      target = std::min(target, profile_.brake_sm_clock_mhz);
-      reasons |= kHwPowerBrake | kHwSlowdown;
-    }
-    if (faults.hw_slowdown) {
-      target = std::min(target, fmax / 2);
-      reasons |= kHwSlowdown;
-    }
-    if (temp_c_ >= profile_.hw_slowdown_temp_c) {
-      target = std::min(target, fmax / 2);
-      reasons |= kHwThermal | kHwSlowdown;
-    } else if (temp_c_ >= profile_.slowdown_temp_c) {
-      // SW thermal slowdown trims the clock harder the further past the threshold.
-      const double over = temp_c_ - profile_.slowdown_temp_c + 1;
-      target = std::min(target, fmax * std::max(0.6, 1 - 0.05 * over));
-      reasons |= kSwThermal;
-    }
-    const double budget = limit_w_ - profile_.static_power_w;
-    if (profile_.static_power_w + DynamicPowerAt(target, a, work.dynamic_power_w) > limit_w_) {
-      const double capped = ClockForPower(budget, a, work.dynamic_power_w);
-      if (capped < target) {
-        target = capped;
-        reasons |= kSwPowerCap;
-      }
-    }
-    target =
-        std::max(profile_.idle_sm_clock_mhz, std::floor(target / kClockStepMhz) * kClockStepMhz);
+    SetBusyClock(a, work, faults);
+  }
+  StepPower(a, work);
+  StepTemperature(faults);
+  StepLinkAndErrors(faults);
+  StepThroughput(work, faults);
+}
+
+void GpuModel::SetIdleClock(const Faults& faults) {
+  double target = profile_.idle_sm_clock_mhz;
+  std::uint64_t reasons = kIdle;
+  // A board signal holds whatever the load. nvidia-smi dumps of 8 idle
+  // H100s under an asserted brake (leptonai-gpud, driver 535.161.08) show
+  // 0x88 without the idle bit and the SM clock at 86 MHz, below the idle
+  // clock; HW slowdown alone is taken to replace the idle bit the same way.
+  if (faults.power_brake) {
+    target = kBrakeIdleClockMhz;
+    reasons = kHwPowerBrake | kHwSlowdown;
+  } else if (faults.hw_slowdown) {
+    reasons = kHwSlowdown;
   }
   clock_mhz_ = target;
   reasons_ = reasons;
+}
 
+void GpuModel::SetBusyClock(double a, const Workload& work, const Faults& faults) {
+  const double fmax = profile_.max_sm_clock_mhz;
+  std::uint64_t reasons = 0;
+  double target = fmax;
+  if (faults.power_brake) {
+    target = std::min(target, profile_.brake_sm_clock_mhz);
+    reasons |= kHwPowerBrake | kHwSlowdown;
+  }
+  if (faults.hw_slowdown) {
+    target = std::min(target, fmax / 2);
+    reasons |= kHwSlowdown;
+  }
+  if (temp_c_ >= profile_.hw_slowdown_temp_c) {
+    target = std::min(target, fmax / 2);
+    reasons |= kHwThermal | kHwSlowdown;
+  } else if (temp_c_ >= profile_.slowdown_temp_c) {
+    // SW thermal slowdown trims the clock harder the further past the threshold.
+    const double over = temp_c_ - profile_.slowdown_temp_c + 1;
+    target = std::min(target, fmax * std::max(0.6, 1 - 0.05 * over));
+    reasons |= kSwThermal;
+  }
+  const double budget = limit_w_ - profile_.static_power_w;
+  if (profile_.static_power_w + DynamicPowerAt(target, a, work.dynamic_power_w) > limit_w_) {
+    const double capped = ClockForPower(budget, a, work.dynamic_power_w);
+    if (capped < target) {
+      target = capped;
+      reasons |= kSwPowerCap;
+    }
+  }
+  clock_mhz_ =
+      std::max(profile_.idle_sm_clock_mhz, std::floor(target / kClockStepMhz) * kClockStepMhz);
+  reasons_ = reasons;
+}
+
+void GpuModel::StepPower(double a, const Workload& work) {
   double p;
   if (idle_) {
     p = profile_.idle_power_w * (1 + 0.3 * power_noise_.Next(rng_));
-  } else if (reasons & kSwPowerCap) {
+  } else if (reasons_ & kSwPowerCap) {
     // The power controller holds the board just under the limit.
     p = limit_w_ * 0.99 + capped_power_noise_.Next(rng_);
   } else {
     p = (profile_.static_power_w + DynamicPowerAt(clock_mhz_, a, work.dynamic_power_w)) *
         (1 + power_noise_.Next(rng_));
   }
-  if ((reasons & kSwPowerCap) == 0) p += power_offset_w_;  // the cap regulator hides it
+  if ((reasons_ & kSwPowerCap) == 0) p += power_offset_w_;  // the cap regulator hides it
   power_w_ = std::max(p, profile_.idle_power_w * 0.8);
   // Hopper's POWER_USAGE is the average over the last second: a box window,
   // so consecutive 1 s scrapes share no samples.
@@ -158,11 +173,15 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
   power_window_pos_ = (power_window_pos_ + 1) % power_window_.size();
   power_avg_w_ = power_window_sum_ / static_cast<double>(power_window_.size());
   energy_mj_ += power_w_ * kStepSeconds * 1000.0;
+}
 
+void GpuModel::StepTemperature(const Faults& faults) {
   const double r = profile_.thermal_resistance_c_per_w * std::max(faults.cooling_factor, 0.1);
   const double steady = profile_.ambient_c + temp_offset_c_ + r * power_w_;
   temp_c_ += (steady - temp_c_) * kStepSeconds / profile_.thermal_time_constant_s;
+}
 
+void GpuModel::StepLinkAndErrors(const Faults& faults) {
   link_gen_ = faults.pcie_gen > 0 ? std::min(faults.pcie_gen, profile_.pcie_max_gen)
                                   : profile_.pcie_max_gen;
   link_width_ = faults.pcie_width > 0 ? std::min(faults.pcie_width, profile_.pcie_max_width)
@@ -177,22 +196,25 @@ void GpuModel::Step(const Workload& work, const Faults& faults) {
       xid_credit_ -= std::floor(xid_credit_);
     }
   }
+}
 
-  // Roofline mix: time per unit of work is the sum of its compute-bound part
-  // (scales with the clock), memory-bound part (scales with DRAM efficiency)
-  // and host-link part (scales with link bandwidth).
+// Roofline mix: time per unit of work is the sum of its compute-bound part
+// (scales with the clock), memory-bound part (scales with DRAM efficiency)
+// and host-link part (scales with link bandwidth).
+void GpuModel::StepThroughput(const Workload& work, const Faults& faults) {
   if (idle_) {
     throughput_ = 0;
-  } else {
-    const double mem = std::clamp(work.memory_bound, 0.0, 1.0) * (1 - kPcieShare);
-    const double compute = (1 - kPcieShare) - mem;
-    const double link = (LaneBytesPerSecond(link_gen_) * link_width_) /
-                        (LaneBytesPerSecond(profile_.pcie_max_gen) * profile_.pcie_max_width);
-    const double time =
-        compute / (clock_mhz_ / fmax) + mem * std::max(faults.dram_thrash, 1.0) + kPcieShare / link;
-    const double occupancy_penalty = 0.5 + 0.5 * std::clamp(faults.occupancy_factor, 0.0, 1.0);
-    throughput_ = occupancy_penalty / time;
+    return;
   }
+  const double fmax = profile_.max_sm_clock_mhz;
+  const double mem = std::clamp(work.memory_bound, 0.0, 1.0) * (1 - kPcieShare);
+  const double compute = (1 - kPcieShare) - mem;
+  const double link = (LaneBytesPerSecond(link_gen_) * link_width_) /
+                      (LaneBytesPerSecond(profile_.pcie_max_gen) * profile_.pcie_max_width);
+  const double time =
+      compute / (clock_mhz_ / fmax) + mem * std::max(faults.dram_thrash, 1.0) + kPcieShare / link;
+  const double occupancy_penalty = 0.5 + 0.5 * std::clamp(faults.occupancy_factor, 0.0, 1.0);
+  throughput_ = occupancy_penalty / time;
 }
 
 dcgm::Readings GpuModel::Read() const {

@@ -83,6 +83,23 @@ class GpuModel {
   double DynamicPowerAt(double clock_mhz, double activity, double dynamic_w) const;
   double ClockForPower(double budget_w, double activity, double dynamic_w) const;
 
+  // The parts of Step, in the order Step runs them; each reads what the
+  // ones before it set this step (the order, and the order of the draws
+  // from rng_, are part of the model's output).
+  // The SM clock and reasons of an idle GPU (board signals aside, the idle clock).
+  void SetIdleClock(const Faults& faults);
+  // The SM clock of a busy GPU at activity `a` through the limiters that set
+  // it: power brake, HW slowdown, thermal slowdown, then the power cap.
+  void SetBusyClock(double a, const Workload& work, const Faults& faults);
+  // Power from activity and clock, its 1 s average and the energy counter.
+  void StepPower(double a, const Workload& work);
+  // Die temperature towards its steady state for this power (thermal lag).
+  void StepTemperature(const Faults& faults);
+  // PCIe link training, replay and ECC counters, recurring XIDs.
+  void StepLinkAndErrors(const Faults& faults);
+  // Useful work per second (throughput()).
+  void StepThroughput(const Workload& work, const Faults& faults);
+
   const GpuProfile& profile_;
   std::mt19937_64 rng_;
   Ar1 load_noise_;

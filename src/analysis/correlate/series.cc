@@ -109,6 +109,14 @@ class Builder {
  private:
   void Refresh();
   void OnTick(const Tick& tick);
+  void Start(const Tick& tick);
+  void Add(std::vector<Accumulator>& acc, const Point& p, int d, int role, std::size_t b) const;
+  void AddMissingXids(const Tick& tick, std::size_t b);
+  void AddGpuPoints(const Tick& tick, std::size_t b);
+  void AddNodePoints(const Tick& tick, std::size_t b);
+  void NoteService(std::size_t node, std::int64_t time_s);
+  void NoteTokens(std::size_t node, double value, std::int64_t time_s);
+  void AddHistograms(const Tick& tick, std::size_t b);
   void FlushHistograms();
   std::size_t BucketOf(std::int64_t t) const {
     return static_cast<std::size_t>((t - start_s_) / resolution_s_);
@@ -178,109 +186,140 @@ void Builder::Refresh() {
 }
 
 void Builder::OnTick(const Tick& tick) {
-  if (!started_) {
-    started_ = true;
-    const std::int64_t origin = from_s_.value_or(tick.time_s);
-    start_s_ = origin - (((origin % resolution_s_) + resolution_s_) % resolution_s_);
-    first_tick_ = tick.time_s;
-    tokens_def_ = MetricIndex("vllm:generation_tokens_per_s");
-    xid_def_ = MetricIndex("DCGM_FI_DEV_XID_ERRORS");
-  }
+  if (!started_) Start(tick);
   last_tick_ = tick.time_s;
   Refresh();
-  const std::vector<MetricDef>& defs = Metrics();
   const std::size_t b = BucketOf(tick.time_s);
+  AddMissingXids(tick, b);
+  AddGpuPoints(tick, b);
+  AddNodePoints(tick, b);
+  AddHistograms(tick, b);
+}
 
-  const auto add = [&](std::vector<Accumulator>& acc, const Point& p, int d, int role) {
-    const MetricDef& def = defs[static_cast<std::size_t>(d)];
-    switch (def.reduce) {
-      case Reduce::kMean:
-        acc[static_cast<std::size_t>(d)].Add(b, p.value, 1);
-        break;
-      case Reduce::kRate:
-        if (p.increase) acc[static_cast<std::size_t>(d)].Add(b, *p.increase, 1);
-        break;
-      case Reduce::kBitFraction: {
-        const auto bits = static_cast<std::uint64_t>(std::max(0.0, p.value));
-        acc[static_cast<std::size_t>(d)].Add(b, (bits & def.bits) != 0 ? 1 : 0, 1);
-        break;
-      }
-      case Reduce::kNonZeroFraction:
-        acc[static_cast<std::size_t>(d)].Add(b, p.value != 0 ? 1 : 0, 1);
-        break;
-      case Reduce::kRatio:
-        if (p.increase) {
-          acc[static_cast<std::size_t>(d)].Add(b, role == 0 ? *p.increase : 0,
-                                               role == 1 ? *p.increase : 0);
-        }
-        break;
-      case Reduce::kP99:
-        break;
+// The first tick: the buckets' origin (a multiple of the resolution).
+void Builder::Start(const Tick& tick) {
+  started_ = true;
+  const std::int64_t origin = from_s_.value_or(tick.time_s);
+  start_s_ = origin - (((origin % resolution_s_) + resolution_s_) % resolution_s_);
+  first_tick_ = tick.time_s;
+  tokens_def_ = MetricIndex("vllm:generation_tokens_per_s");
+  xid_def_ = MetricIndex("DCGM_FI_DEV_XID_ERRORS");
+}
+
+// Point `p` into bucket `b` of def `d`'s accumulator, reduced as the def
+// says (`role`: kRatio's numerator 0 or denominator 1).
+void Builder::Add(std::vector<Accumulator>& acc, const Point& p, int d, int role,
+                  std::size_t b) const {
+  const MetricDef& def = Metrics()[static_cast<std::size_t>(d)];
+  switch (def.reduce) {
+    case Reduce::kMean:
+      acc[static_cast<std::size_t>(d)].Add(b, p.value, 1);
+      break;
+    case Reduce::kRate:
+      if (p.increase) acc[static_cast<std::size_t>(d)].Add(b, *p.increase, 1);
+      break;
+    case Reduce::kBitFraction: {
+      const auto bits = static_cast<std::uint64_t>(std::max(0.0, p.value));
+      acc[static_cast<std::size_t>(d)].Add(b, (bits & def.bits) != 0 ? 1 : 0, 1);
+      break;
     }
-  };
-
-  // dcgm-exporter leaves the last-XID field blank until a GPU's first XID:
-  // a GPU that reports other fields this second but no XID has had none
-  // (counted as 0, not as missing; a GPU with no field at all stays missing).
-  if (xid_def_ >= 0) {
-    const int xid_metric = replay_.MetricId(defs[static_cast<std::size_t>(xid_def_)].source);
-    std::int32_t last_gpu = -1;
-    for (const Point& p : tick.gpu_points) {
-      if (p.entity == last_gpu) continue;
-      last_gpu = p.entity;
-      if (xid_metric < 0 || tick.FindGpu(p.entity, xid_metric) == nullptr) {
-        gpu_acc_[static_cast<std::size_t>(p.entity)][static_cast<std::size_t>(xid_def_)].Add(b, 0,
-                                                                                             1);
+    case Reduce::kNonZeroFraction:
+      acc[static_cast<std::size_t>(d)].Add(b, p.value != 0 ? 1 : 0, 1);
+      break;
+    case Reduce::kRatio:
+      if (p.increase) {
+        acc[static_cast<std::size_t>(d)].Add(b, role == 0 ? *p.increase : 0,
+                                             role == 1 ? *p.increase : 0);
       }
+      break;
+    case Reduce::kP99:
+      break;
+  }
+}
+
+// dcgm-exporter leaves the last-XID field blank until a GPU's first XID:
+// a GPU that reports other fields this second but no XID has had none
+// (counted as 0, not as missing; a GPU with no field at all stays missing).
+void Builder::AddMissingXids(const Tick& tick, std::size_t b) {
+  if (xid_def_ < 0) return;
+  const int xid_metric = replay_.MetricId(Metrics()[static_cast<std::size_t>(xid_def_)].source);
+  std::int32_t last_gpu = -1;
+  for (const Point& p : tick.gpu_points) {
+    if (p.entity == last_gpu) continue;
+    last_gpu = p.entity;
+    if (xid_metric < 0 || tick.FindGpu(p.entity, xid_metric) == nullptr) {
+      gpu_acc_[static_cast<std::size_t>(p.entity)][static_cast<std::size_t>(xid_def_)].Add(b, 0, 1);
     }
   }
+}
+
+void Builder::AddGpuPoints(const Tick& tick, std::size_t b) {
+  const std::vector<MetricDef>& defs = Metrics();
   for (const Point& p : tick.gpu_points) {
     if (static_cast<std::size_t>(p.metric) >= by_metric_.size()) continue;
     for (const auto& [d, role] : by_metric_[static_cast<std::size_t>(p.metric)]) {
       if (defs[static_cast<std::size_t>(d)].level != Level::kGpu) continue;
-      add(gpu_acc_[static_cast<std::size_t>(p.entity)], p, d, role);
+      Add(gpu_acc_[static_cast<std::size_t>(p.entity)], p, d, role, b);
       if (defs[static_cast<std::size_t>(d)].reduce == Reduce::kNonZeroFraction && p.value > 0) {
         ++xid_counts_[static_cast<std::size_t>(p.entity)][static_cast<std::uint32_t>(p.value)];
       }
     }
   }
-  // Node-level points: the service. A gap in them, or a counter that went
-  // back, is a restart of the node's model server.
+}
+
+// Node-level points: the service. A gap in them, or a counter that went
+// back, is a restart of the node's model server.
+void Builder::AddNodePoints(const Tick& tick, std::size_t b) {
+  const std::vector<MetricDef>& defs = Metrics();
   std::int32_t last_node = -1;
   for (const Point& p : tick.node_points) {
     const auto node = static_cast<std::size_t>(p.entity);
     if (p.entity != last_node) {
       last_node = p.entity;
-      const std::int64_t prev = last_service_s_[node];
-      if (prev != std::numeric_limits<std::int64_t>::min()) {
-        const std::int64_t gap = tick.time_s - prev;
-        // Relative to the node's scrape interval (the shortest gap seen), so
-        // that a 15 s Prometheus's every scrape is not a restart.
-        if (gap > std::max<std::int64_t>(kRestartGapS, 5 * min_gap_s_[node] / 2)) {
-          restarts_[node].push_back({prev + 1, tick.time_s});
-        }
-        min_gap_s_[node] = std::min(min_gap_s_[node], gap);
-      }
-      last_service_s_[node] = tick.time_s;
+      NoteService(node, tick.time_s);
     }
     if (static_cast<std::size_t>(p.metric) >= by_metric_.size()) continue;
     for (const auto& [d, role] : by_metric_[static_cast<std::size_t>(p.metric)]) {
       if (defs[static_cast<std::size_t>(d)].level != Level::kNode) continue;
-      add(node_acc_[node], p, d, role);
-      if (d == tokens_def_) {
-        const double prev = last_tokens_[node];
-        if (!std::isnan(prev) && p.value < prev) {
-          std::vector<Restart>& r = restarts_[node];
-          if (r.empty() || r.back().to_s < tick.time_s) r.push_back({tick.time_s, tick.time_s});
-        }
-        last_tokens_[node] = p.value;
-      }
+      Add(node_acc_[node], p, d, role, b);
+      if (d == tokens_def_) NoteTokens(node, p.value, tick.time_s);
     }
   }
+}
+
+// The node served at `time_s`: a gap since it last did is a restart.
+void Builder::NoteService(std::size_t node, std::int64_t time_s) {
+  const std::int64_t prev = last_service_s_[node];
+  if (prev != std::numeric_limits<std::int64_t>::min()) {
+    const std::int64_t gap = time_s - prev;
+    // Relative to the node's scrape interval (the shortest gap seen), so
+    // that a 15 s Prometheus's every scrape is not a restart.
+    if (gap > std::max<std::int64_t>(kRestartGapS, 5 * min_gap_s_[node] / 2)) {
+      restarts_[node].push_back({prev + 1, time_s});
+    }
+    min_gap_s_[node] = std::min(min_gap_s_[node], gap);
+  }
+  last_service_s_[node] = time_s;
+}
+
+// The node's generated-tokens counter read `value`: one that went back is a
+// restart.
+void Builder::NoteTokens(std::size_t node, double value, std::int64_t time_s) {
+  const double prev = last_tokens_[node];
+  if (!std::isnan(prev) && value < prev) {
+    std::vector<Restart>& r = restarts_[node];
+    if (r.empty() || r.back().to_s < time_s) r.push_back({time_s, time_s});
+  }
+  last_tokens_[node] = value;
+}
+
+// Service histograms: each node's bucket increases are pooled over a bucket
+// of time, and the bucket's p99 is taken when the next one opens.
+void Builder::AddHistograms(const Tick& tick, std::size_t b) {
   for (const HistogramPoint& h : tick.histograms) {
     if (h.gpu >= 0 || static_cast<std::size_t>(h.metric) >= by_metric_.size()) continue;
     for (const auto& [d, role] : by_metric_[static_cast<std::size_t>(h.metric)]) {
-      if (defs[static_cast<std::size_t>(d)].reduce != Reduce::kP99) continue;
+      if (Metrics()[static_cast<std::size_t>(d)].reduce != Reduce::kP99) continue;
       OpenHistogram& open = open_hist_[static_cast<std::size_t>(h.node)][d];
       if (open.open && open.bucket != b) {
         if (std::optional<double> q = stats::BucketQuantile(open.counts, 0.99)) {
@@ -335,6 +374,58 @@ std::vector<double> Values(const Accumulator& acc, std::size_t buckets) {
   return v;
 }
 
+// Each entity's series of `level`, coarsened by `factor` into `buckets`.
+void CollectSeries(std::vector<std::vector<Accumulator>>& acc, std::size_t factor,
+                   std::size_t buckets, Level level,
+                   std::vector<std::vector<EntitySeries>>& series) {
+  const std::vector<MetricDef>& defs = Metrics();
+  series.resize(acc.size());
+  for (std::size_t e = 0; e < acc.size(); ++e) {
+    for (std::size_t d = 0; d < defs.size(); ++d) {
+      if (defs[d].level != level || acc[e][d].sum.empty()) continue;
+      Coarsen(acc[e][d], factor);
+      series[e].push_back({static_cast<int>(d), Values(acc[e][d], buckets)});
+    }
+  }
+}
+
+// Masks each restart and its warm-up on the node and its GPUs.
+void MaskRestarts(std::int64_t warmup_s, FleetSeries& out) {
+  const auto mask = [&](std::vector<EntitySeries>& series, std::size_t b0, std::size_t b1) {
+    for (EntitySeries& s : series) {
+      for (std::size_t b = b0; b <= b1 && b < s.values.size(); ++b) s.values[b] = kNaN;
+    }
+  };
+  for (std::size_t node = 0; node < out.restarts.size() && node < out.nodes.size(); ++node) {
+    for (const Restart& r : out.restarts[node]) {
+      const std::size_t b0 =
+          static_cast<std::size_t>(std::max<std::int64_t>(0, r.from_s - out.start_s)) /
+          static_cast<std::size_t>(out.resolution_s);
+      const std::size_t b1 =
+          static_cast<std::size_t>(std::max<std::int64_t>(0, r.to_s + warmup_s - 1 - out.start_s)) /
+          static_cast<std::size_t>(out.resolution_s);
+      mask(out.node_series[node], b0, b1);
+      for (int g : out.nodes[node].gpus) mask(out.gpu_series[static_cast<std::size_t>(g)], b0, b1);
+    }
+  }
+}
+
+// Per GPU, the most frequent non-zero XID code counted (0: none).
+std::vector<std::uint32_t> MostFrequentXids(
+    const std::vector<std::map<std::uint32_t, int>>& xid_counts, std::size_t gpus) {
+  std::vector<std::uint32_t> codes(gpus, 0);
+  for (std::size_t g = 0; g < xid_counts.size() && g < gpus; ++g) {
+    int best = 0;
+    for (const auto& [code, count] : xid_counts[g]) {
+      if (count > best) {
+        best = count;
+        codes[g] = code;
+      }
+    }
+  }
+  return codes;
+}
+
 FleetSeries Builder::Finish(std::int64_t warmup_s, std::int64_t max_buckets) {
   FleetSeries out;
   out.gpus = replay_.gpus();
@@ -353,49 +444,10 @@ FleetSeries Builder::Finish(std::int64_t warmup_s, std::int64_t max_buckets) {
   out.first_tick = first_tick_;
   out.last_tick = last_tick_;
   out.restarts = restarts_;
-  const std::vector<MetricDef>& defs = Metrics();
-  const auto collect = [&](std::vector<std::vector<Accumulator>>& acc,
-                           std::vector<std::vector<EntitySeries>>& series, Level level) {
-    series.resize(acc.size());
-    for (std::size_t e = 0; e < acc.size(); ++e) {
-      for (std::size_t d = 0; d < defs.size(); ++d) {
-        if (defs[d].level != level || acc[e][d].sum.empty()) continue;
-        Coarsen(acc[e][d], factor);
-        series[e].push_back({static_cast<int>(d), Values(acc[e][d], out.buckets)});
-      }
-    }
-  };
-  collect(gpu_acc_, out.gpu_series, Level::kGpu);
-  collect(node_acc_, out.node_series, Level::kNode);
-
-  // Mask each restart and its warm-up on the node and its GPUs.
-  const auto mask = [&](std::vector<EntitySeries>& series, std::size_t b0, std::size_t b1) {
-    for (EntitySeries& s : series) {
-      for (std::size_t b = b0; b <= b1 && b < s.values.size(); ++b) s.values[b] = kNaN;
-    }
-  };
-  for (std::size_t node = 0; node < out.restarts.size() && node < out.nodes.size(); ++node) {
-    for (const Restart& r : out.restarts[node]) {
-      const std::size_t b0 =
-          static_cast<std::size_t>(std::max<std::int64_t>(0, r.from_s - start_s_)) /
-          static_cast<std::size_t>(out.resolution_s);
-      const std::size_t b1 =
-          static_cast<std::size_t>(std::max<std::int64_t>(0, r.to_s + warmup_s - 1 - start_s_)) /
-          static_cast<std::size_t>(out.resolution_s);
-      mask(out.node_series[node], b0, b1);
-      for (int g : out.nodes[node].gpus) mask(out.gpu_series[static_cast<std::size_t>(g)], b0, b1);
-    }
-  }
-  out.xid_codes.assign(out.gpus.size(), 0);
-  for (std::size_t g = 0; g < xid_counts_.size() && g < out.gpus.size(); ++g) {
-    int best = 0;
-    for (const auto& [code, count] : xid_counts_[g]) {
-      if (count > best) {
-        best = count;
-        out.xid_codes[g] = code;
-      }
-    }
-  }
+  CollectSeries(gpu_acc_, factor, out.buckets, Level::kGpu, out.gpu_series);
+  CollectSeries(node_acc_, factor, out.buckets, Level::kNode, out.node_series);
+  MaskRestarts(warmup_s, out);
+  out.xid_codes = MostFrequentXids(xid_counts_, out.gpus.size());
   return out;
 }
 

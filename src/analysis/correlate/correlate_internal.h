@@ -1,0 +1,105 @@
+#pragma once
+// Internal to analysis/correlate: what the steps of the correlation share,
+// and nothing else should use. correlate.cc runs them in order (correlate.h
+// gives the method); each step lives in its own file:
+//   changes.cc     the lasting, material, abrupt changes of one series
+//   episodes.cc    one GPU's changes close in time, and their mechanism
+//   reach.cc       when each release reached each of its nodes
+//   scoring.cc     a release scored on a group of episodes (time, space,
+//                  dose, mechanism) and the reason in words
+//   regression.cc  a group of episodes as a Regression: headline, evidence,
+//                  suspects, scope and the sentence
+//
+// Thread-compatible: plain values and pure functions.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/correlate/correlate.h"
+#include "analysis/correlate/series.h"
+#include "releases/release.h"
+
+namespace gpucanary::analysis::correlate {
+
+// A change must hold at least this long to count (a burst that went away
+// does not), and a step the segmentation cut into pieces shorter than this
+// is one change.
+inline constexpr std::int64_t kPersistS = 90;
+// Onsets up to this long after a release's arrival count fully on time.
+inline constexpr std::int64_t kPromptLagS = 120;
+
+// One lasting, material change of one series.
+struct Change {
+  int metric = 0;
+  std::size_t bucket = 0;  // the first bucket of the new level
+  double before = 0;       // levels in the metric's own unit
+  double after = 0;
+  double change = 0;  // relative or absolute, per the metric
+  bool harmful = false;
+};
+
+// One GPU's co-occurring changes, with the mechanism they point to.
+struct Episode {
+  int gpu = 0;
+  int node = 0;
+  std::size_t bucket = 0;  // onset
+  std::vector<Change> changes;
+  std::string kind;    // cause vocabulary, "" when none fits
+  std::string detail;  // XID code, reasons
+  std::string headline;
+};
+
+// One release and the fleet nodes it reached.
+struct Reach {
+  const releases::Release* release = nullptr;
+  std::vector<int> nodes;         // fleet node indices, in arrival order
+  std::map<int, double> arrival;  // node -> Unix seconds
+  std::map<int, bool> observed;
+  std::map<int, double> replaced;  // node -> when the next release there started (inf: never)
+};
+
+// Episodes of one mechanism close in time: one regression to attribute.
+struct Group {
+  std::vector<const Episode*> episodes;
+  std::map<int, double> node_onset;  // node -> earliest onset (Unix seconds)
+};
+
+// Every release scored on a group, in `reaches` order; `explained[i]`
+// receives the nodes release i explains (on its nodes, on time).
+struct Scored {
+  std::vector<Suspect> suspects;
+  std::vector<std::set<int>> explained;
+};
+
+// The median of `v` (the mean of the two middle values for an even count);
+// NaN for an empty `v`.
+double Median(std::vector<double> v);
+
+// changes.cc: the lasting, material, abrupt changes of one series
+// (docs/analysis-method.md, "Change points").
+std::vector<Change> DetectChanges(const EntitySeries& series, std::int64_t resolution_s);
+
+// episodes.cc: every GPU's episodes, each named by its mechanism and dated
+// by the mechanism's own metric.
+std::vector<Episode> FindEpisodes(const FleetSeries& fleet);
+
+// reach.cc: the releases by `started_at`, each with the nodes it names and
+// when it reached each of them.
+std::vector<Reach> ResolveReaches(const std::vector<releases::Release>& releases,
+                                  const FleetSeries& fleet);
+
+// scoring.cc: every release scored on `g`. REQUIRES: `g` has an episode and
+// its node_onset is indexed.
+Scored ScoreReleases(const Group& g, const std::vector<Reach>& reaches, const FleetSeries& fleet,
+                     const CorrelateOptions& options);
+
+// regression.cc: the regression of `g` (evidence, headline, causes,
+// suspects, summary) from its releases' scores. REQUIRES: as ScoreReleases.
+Regression MakeRegression(const Group& g, std::vector<Suspect> scored, const FleetSeries& fleet,
+                          const CorrelateOptions& options);
+
+}  // namespace gpucanary::analysis::correlate

@@ -1,0 +1,239 @@
+// Episodes: one GPU's harmful changes close in time (its node's service
+// changes belong to each of its GPUs), named by their mechanism in the
+// judge's vocabulary from which metrics moved together
+// (docs/analysis-method.md, "Episodes, mechanisms, regressions").
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/correlate/correlate_internal.h"
+
+namespace gpucanary::analysis::correlate {
+namespace {
+
+// One GPU's changes whose onsets are this close are one episode.
+constexpr std::int64_t kEpisodeLinkS = 120;
+
+const Change* FindChange(const Episode& e, std::string_view metric, int sign) {
+  for (const Change& c : e.changes) {
+    if (Metrics()[static_cast<std::size_t>(c.metric)].name != metric) continue;
+    if (sign == 0 || (sign > 0 && c.change > 0) || (sign < 0 && c.change < 0)) return &c;
+  }
+  return nullptr;
+}
+
+// The judge's vocabulary, read from which metrics moved together: sets the
+// episode's kind (none when nothing fits) and detail.
+void NameMechanism(Episode& e, std::uint32_t xid_code) {
+  const auto up = [&](std::string_view m) { return FindChange(e, m, +1) != nullptr; };
+  const auto down = [&](std::string_view m) { return FindChange(e, m, -1) != nullptr; };
+  const bool service =
+      up("vllm:time_per_output_token_seconds") || up("vllm:e2e_request_latency_seconds:p99");
+  if (up("throttle:power_brake")) {
+    e.kind = "power_brake";
+  } else if (up("throttle:thermal")) {
+    e.kind = "thermal_throttle";
+  } else if (up("throttle:hw_slowdown")) {
+    e.kind = "hw_slowdown";
+  } else if (up("throttle:sw_power_cap")) {
+    e.kind = "power_cap";
+  } else if (down("DCGM_FI_DEV_PCIE_LINK_WIDTH") || down("DCGM_FI_DEV_PCIE_LINK_GEN")) {
+    e.kind = "pcie_downtrain";
+  } else if (up("DCGM_FI_DEV_PCIE_REPLAY_COUNTER")) {
+    e.kind = "pcie_errors";
+  } else if (up("DCGM_FI_DEV_XID_ERRORS")) {
+    e.kind = "xid_errors";
+    if (xid_code != 0) e.detail = "XID " + std::to_string(xid_code);
+  } else if (up("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") || up("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL")) {
+    e.kind = "ecc_errors";
+  } else if (up("DCGM_FI_PROF_DRAM_ACTIVE") &&
+             (down("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") ||
+              (service && !up("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")))) {
+    // More DRAM traffic for the same or less tensor work (more load raises
+    // both together).
+    e.kind = "memory_thrash";
+  } else if (down("DCGM_FI_PROF_SM_OCCUPANCY")) {
+    e.kind = "low_occupancy";
+  } else if (service) {
+    e.kind = "software_regression";
+  }
+}
+
+// The mechanism's own metric, when it moved in the episode.
+std::optional<std::string> MechanismMetric(const Episode& e) {
+  static const std::map<std::string, std::string, std::less<>> kPrimary = {
+      {"power_brake", "DCGM_FI_DEV_SM_CLOCK"},
+      {"thermal_throttle", "DCGM_FI_DEV_SM_CLOCK"},
+      {"hw_slowdown", "DCGM_FI_DEV_SM_CLOCK"},
+      {"power_cap", "DCGM_FI_DEV_SM_CLOCK"},
+      {"pcie_downtrain", "DCGM_FI_DEV_PCIE_LINK_WIDTH"},
+      {"pcie_errors", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"},
+      {"xid_errors", "DCGM_FI_DEV_XID_ERRORS"},
+      {"ecc_errors", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"},
+      {"memory_thrash", "DCGM_FI_PROF_DRAM_ACTIVE"},
+      {"low_occupancy", "DCGM_FI_PROF_SM_OCCUPANCY"},
+  };
+  auto it = kPrimary.find(e.kind);
+  if (it == kPrimary.end()) return std::nullopt;
+  if (FindChange(e, it->second, 0) != nullptr) return it->second;
+  if (it->second == "DCGM_FI_DEV_PCIE_LINK_WIDTH" &&
+      FindChange(e, "DCGM_FI_DEV_PCIE_LINK_GEN", 0) != nullptr) {
+    return "DCGM_FI_DEV_PCIE_LINK_GEN";
+  }
+  return std::nullopt;
+}
+
+// The headline: what the service lost when it lost something, else the
+// mechanism's own metric, else the largest harmful change ("" if none).
+std::string Headline(const Episode& e) {
+  static constexpr std::string_view kService[] = {"vllm:time_per_output_token_seconds",
+                                                  "vllm:e2e_request_latency_seconds:p99"};
+  for (std::string_view m : kService) {
+    if (FindChange(e, m, +1) != nullptr) return std::string(m);
+  }
+  if (std::optional<std::string> own = MechanismMetric(e)) return *own;
+  std::string headline;
+  double best = -1;
+  for (const Change& c : e.changes) {
+    const MetricDef& def = Metrics()[static_cast<std::size_t>(c.metric)];
+    const double size = std::fabs(c.change) / def.floor;
+    if (c.harmful && size > best) {
+      best = size;
+      headline = std::string(def.name);
+    }
+  }
+  return headline;
+}
+
+// The metrics whose change names each mechanism.
+const std::vector<std::string_view>& SignatureOf(std::string_view kind) {
+  static const std::map<std::string_view, std::vector<std::string_view>, std::less<>> kSignature = {
+      {"power_brake", {"throttle:power_brake"}},
+      {"thermal_throttle", {"throttle:thermal"}},
+      {"hw_slowdown", {"throttle:hw_slowdown"}},
+      {"power_cap", {"throttle:sw_power_cap"}},
+      {"pcie_downtrain", {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "DCGM_FI_DEV_PCIE_LINK_GEN"}},
+      {"pcie_errors", {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER"}},
+      {"xid_errors", {"DCGM_FI_DEV_XID_ERRORS"}},
+      {"ecc_errors", {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"}},
+      {"memory_thrash", {"DCGM_FI_PROF_DRAM_ACTIVE"}},
+      {"low_occupancy", {"DCGM_FI_PROF_SM_OCCUPANCY"}},
+      {"software_regression",
+       {"vllm:time_per_output_token_seconds", "vllm:e2e_request_latency_seconds:p99"}},
+  };
+  static const std::vector<std::string_view> kNone;
+  auto it = kSignature.find(kind);
+  return it == kSignature.end() ? kNone : it->second;
+}
+
+// An episode begins when its mechanism's own metric moved: a change of load
+// a little earlier that it absorbed does not date it.
+void DateBySignature(Episode& e) {
+  std::optional<std::size_t> first;
+  for (const Change& c : e.changes) {
+    const std::string_view name = Metrics()[static_cast<std::size_t>(c.metric)].name;
+    for (std::string_view m : SignatureOf(e.kind)) {
+      if (m == name && (!first || c.bucket < *first)) first = c.bucket;
+    }
+  }
+  if (first) e.bucket = *first;
+}
+
+// The changes of every series in `series`, series by series.
+std::vector<Change> ChangesOf(const std::vector<EntitySeries>& series, std::int64_t resolution_s) {
+  std::vector<Change> out;
+  for (const EntitySeries& s : series) {
+    std::vector<Change> c = DetectChanges(s, resolution_s);
+    out.insert(out.end(), c.begin(), c.end());
+  }
+  return out;
+}
+
+// GPU `g`'s own changes and its node's, by onset.
+std::vector<Change> GpuChanges(const FleetSeries& fleet, std::size_t g,
+                               const std::vector<std::vector<Change>>& node_changes) {
+  const int node = fleet.gpus[g].node;
+  std::vector<Change> all = ChangesOf(fleet.gpu_series[g], fleet.resolution_s);
+  if (static_cast<std::size_t>(node) < node_changes.size()) {
+    const std::vector<Change>& nc = node_changes[static_cast<std::size_t>(node)];
+    all.insert(all.end(), nc.begin(), nc.end());
+  }
+  std::sort(all.begin(), all.end(),
+            [](const Change& a, const Change& b) { return a.bucket < b.bucket; });
+  return all;
+}
+
+// Each harmful change opens an episode, unless it falls within `link`
+// buckets of the open one.
+std::vector<Episode> OpenEpisodes(const std::vector<Change>& all, int gpu, int node,
+                                  std::size_t link) {
+  std::vector<Episode> mine;
+  for (const Change& c : all) {
+    if (!c.harmful) continue;
+    if (!mine.empty() && c.bucket <= mine.back().bucket + link) continue;
+    Episode e;
+    e.gpu = gpu;
+    e.node = node;
+    e.bucket = c.bucket;
+    mine.push_back(std::move(e));
+  }
+  return mine;
+}
+
+// The changes within `link` buckets of the episode's onset join it (changes
+// of neutral metrics, power, DRAM, tokens/s, as evidence). One change per
+// metric: a harmful one before a harmless one, then the closest to the
+// onset (the episode's own change, never a metric's earlier move the other
+// way).
+void JoinNearChanges(Episode& e, const std::vector<Change>& all, std::size_t link) {
+  std::vector<const Change*> near;
+  for (const Change& c : all) {
+    const std::size_t lo = e.bucket > link ? e.bucket - link : 0;
+    if (c.bucket >= lo && c.bucket <= e.bucket + link) near.push_back(&c);
+  }
+  const auto distance = [&](const Change* c) {
+    return c->bucket > e.bucket ? c->bucket - e.bucket : e.bucket - c->bucket;
+  };
+  std::stable_sort(near.begin(), near.end(), [&](const Change* a, const Change* b) {
+    return std::make_pair(!a->harmful, distance(a)) < std::make_pair(!b->harmful, distance(b));
+  });
+  for (const Change* c : near) {
+    bool same = false;
+    for (const Change& have : e.changes) same |= have.metric == c->metric;
+    if (!same) e.changes.push_back(*c);
+  }
+}
+
+}  // namespace
+
+// Episodes per GPU: each harmful change opens one, unless it falls within
+// kEpisodeLinkS of the open one; changes of neutral metrics (power, DRAM,
+// tokens/s) around an onset join it as evidence.
+std::vector<Episode> FindEpisodes(const FleetSeries& fleet) {
+  const std::int64_t res = fleet.resolution_s;
+  const auto link = static_cast<std::size_t>((kEpisodeLinkS + res - 1) / res);
+  std::vector<std::vector<Change>> node_changes(fleet.node_series.size());
+  for (std::size_t n = 0; n < fleet.node_series.size(); ++n) {
+    node_changes[n] = ChangesOf(fleet.node_series[n], res);
+  }
+  std::vector<Episode> episodes;
+  for (std::size_t g = 0; g < fleet.gpu_series.size() && g < fleet.gpus.size(); ++g) {
+    const std::vector<Change> all = GpuChanges(fleet, g, node_changes);
+    for (Episode& e : OpenEpisodes(all, static_cast<int>(g), fleet.gpus[g].node, link)) {
+      JoinNearChanges(e, all, link);
+      NameMechanism(e, g < fleet.xid_codes.size() ? fleet.xid_codes[g] : 0);
+      e.headline = Headline(e);
+      DateBySignature(e);
+      episodes.push_back(std::move(e));
+    }
+  }
+  return episodes;
+}
+
+}  // namespace gpucanary::analysis::correlate
