@@ -11,6 +11,7 @@
 
 #include "net/gzip.h"
 #include "net/http_message.h"
+#include "net/url.h"
 
 namespace gpucanary::net {
 namespace {
@@ -30,12 +31,6 @@ bool IsConnectionLost(const ErrorCode& ec) {
   return ec == http::error::end_of_stream || ec == asio::error::eof ||
          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
          ec == http::error::partial_message;
-}
-
-// "[::1]:80" or "127.0.0.1:80": the Host header (RFC 9110 §7.2).
-std::string Authority(const std::string& host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 enum class Phase : std::uint8_t { kResolve, kConnect, kSend, kReceive };
@@ -60,7 +55,7 @@ class AsioConnection final : public AsyncConnection,
   AsioConnection(asio::io_context& ioc, std::string host, std::uint16_t port, Options options)
       : host_(std::move(host)),
         port_(port),
-        authority_(Authority(host_, port_)),
+        authority_(HostPort(host_, port_)),
         options_(options),
         resolver_(ioc),
         socket_(ioc),

@@ -67,26 +67,29 @@ struct FetchResult {
 };
 
 // Lives as long as its owner holds it or an operation is pending (each holds
-// a shared_ptr): an owner that drops it while a callback it gave still holds
-// the owner makes a cycle, which Close() followed by running the io_context
-// (or destroying it) breaks. All calls and callbacks on the io_context's
-// thread; the io_context must outlive the connection.
+// a shared_ptr). While a fetch is in flight the connection holds its `done`
+// and what that captures: a `done` that holds the connection's owner makes a
+// cycle until it has run. When the io_context stops with the completion
+// unrun (io_context::stop), `done` never runs, and the owner must drop its
+// own reference to the connection (once the io thread has stopped) for both
+// to go (as ScrapeManager::Stop does). All calls and callbacks on the
+// io_context's thread; the io_context must outlive the connection.
 class AsyncConnection {
  public:
   // How errors read where the scraper's and the synchronous client's words
-  // have always differed (the rest read the same: "<method> <url>: timed out
-  // after 250 ms (receive)", "...: connect: Connection refused", "...: bad
-  // HTTP response: ..." (kParseError), "...: cancelled" after Close()):
-  //
-  //   failure                         kScrape                          kClient
-  //   name lookup                     "resolve: <why>"                 "cannot resolve host: <why>"
-  //   deadline passed in connect      "timed out after N ms (connect)" "connect: timed out after N
-  //   ms" body over the limit             "body over N bytes"              "response body over N
-  //   bytes" connection broke (send/receive) kUnavailable "<phase>: <why>"    kIoError "<phase>:
-  //   <why>"
-  //
-  // A lookup failure, a connect failure and a timeout are kUnavailable, the
-  // body limit kOutOfRange, in both.
+  // have always differed, kScrape's / kClient's:
+  //   - name lookup failed: "resolve: <why>" / "cannot resolve host: <why>";
+  //   - the deadline passed while connecting: "timed out after N ms
+  //     (connect)" / "connect: timed out after N ms";
+  //   - the body is over the limit: "body over N bytes" / "response body over
+  //     N bytes";
+  //   - the connection broke while sending or receiving ("<phase>: <why>"):
+  //     kUnavailable / kIoError.
+  // Each message starts "<method> <url>: ". The rest read the same in both:
+  // "timed out after 250 ms (receive)", "connect: Connection refused",
+  // "bad HTTP response: <why>" (kParseError), "cancelled" (after Close()).
+  // Lookup, connect and deadline failures are kUnavailable, the body limit
+  // kOutOfRange, in both.
   enum class Wording : std::uint8_t { kScrape, kClient };
 
   struct Options {

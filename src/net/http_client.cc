@@ -7,17 +7,12 @@
 
 #include "net/async_connection.h"
 #include "net/gzip.h"
+#include "net/url.h"
 
 namespace gpucanary::net {
 namespace {
 
 constexpr std::string_view kUserAgent = "gpucanary/0.1";
-
-// "[::1]:80" or "127.0.0.1:80": the URL prefix in error messages.
-std::string Authority(const std::string& host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
 
 // The request FetchOptions describe, as net::AsyncConnection sends it.
 ClientRequest ToClientRequest(std::string_view target, const FetchOptions& options,
@@ -43,7 +38,7 @@ ClientRequest ToClientRequest(std::string_view target, const FetchOptions& optio
 class HttpConnection::Impl {
  public:
   Impl(std::string host, std::uint16_t port)
-      : host_(std::move(host)), port_(port), authority_(Authority(host_, port_)) {}
+      : host_(std::move(host)), port_(port), authority_(HostPort(host_, port_)) {}
 
   // `url` names the request in error messages; `close` asks the server to
   // close the connection after the response (a one-shot Fetch).
