@@ -32,7 +32,9 @@
 
 namespace gpucanary::net {
 
-// One request to send and how much of its response to take. A value type.
+// One request to send and how much of its response to take. A value type;
+// Fetch takes it shared and immutable, so that a caller that sends the same
+// request again and again (the scraper) has its message built once.
 struct ClientRequest {
   std::string method = "GET";  // sent as given (methods are case-sensitive)
   std::string target = "/";    // path and query
@@ -47,8 +49,6 @@ struct ClientRequest {
   // The longest response body taken, as received (before any gzip is
   // undone); a longer one fails the fetch with kOutOfRange.
   std::size_t body_limit = std::size_t{64} << 20;
-
-  bool operator==(const ClientRequest&) const = default;
 };
 
 // What one Fetch got: a whole response (any HTTP status), or why there is
@@ -112,12 +112,13 @@ class AsyncConnection {
                                                  std::uint16_t port, Options options);
   virtual ~AsyncConnection() = default;
 
-  // Starts one request; `done` runs once, on the io thread and never inside
+  // Sends `request`; `done` runs once, on the io thread and never inside
   // Fetch, with the response or why there is none (also when Close() cut it
-  // short). A request equal to the previous one reuses its serialized
-  // headers. REQUIRES: no fetch in flight; timeout > 0.
-  virtual void Fetch(const ClientRequest& request, std::chrono::milliseconds timeout,
-                     Done done) = 0;
+  // short). The connection keeps `request` until the next Fetch; passing the
+  // same object again reuses the message built from it. REQUIRES: request
+  // not null; no fetch in flight; timeout > 0.
+  virtual void Fetch(const std::shared_ptr<const ClientRequest>& request,
+                     std::chrono::milliseconds timeout, Done done) = 0;
 
   // Cancels the fetch in flight (its `done` then runs with an error) and
   // closes the socket; the next Fetch opens a new one.

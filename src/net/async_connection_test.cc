@@ -52,7 +52,8 @@ class AsyncConnectionTest : public ::testing::Test {
   FetchResult Run(AsyncConnection& c, const ClientRequest& r,
                   milliseconds timeout = milliseconds(5000)) {
     std::optional<FetchResult> out;
-    c.Fetch(r, timeout, [&out](FetchResult f) { out = std::move(f); });
+    c.Fetch(std::make_shared<const ClientRequest>(r), timeout,
+            [&out](FetchResult f) { out = std::move(f); });
     EXPECT_FALSE(out.has_value()) << "done ran inside Fetch";
     ioc_.restart();
     ioc_.run();
@@ -166,7 +167,8 @@ TEST_F(AsyncConnectionTest, TheDeadlineAndCloseCutAFetchShort) {
   EXPECT_GE(late.duration_s, 0.09);
 
   std::optional<FetchResult> out;
-  c->Fetch(Get(t.port, "/slow"), milliseconds(5000), [&out](FetchResult f) { out = std::move(f); });
+  c->Fetch(std::make_shared<const ClientRequest>(Get(t.port, "/slow")), milliseconds(5000),
+           [&out](FetchResult f) { out = std::move(f); });
   boost::asio::post(ioc_, [&c] { c->Close(); });
   ioc_.restart();
   ioc_.run();

@@ -2,6 +2,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -78,9 +79,10 @@ Result<HttpResponse> HttpConnection::Impl::Request(std::string_view target,
     connection_ = AsyncConnection::Create(ioc_, host_, port_, async);
   }
   std::optional<FetchResult> result;
-  connection_->Fetch(ToClientRequest(target, options, url, close),
-                     std::chrono::milliseconds(options.timeout_ms),
-                     [&result](FetchResult r) { result = std::move(r); });
+  connection_->Fetch(
+      std::make_shared<const ClientRequest>(ToClientRequest(target, options, url, close)),
+      std::chrono::milliseconds(options.timeout_ms),
+      [&result](FetchResult r) { result = std::move(r); });
   ioc_.restart();
   ioc_.run();
   GC_CHECK(result.has_value(), "HttpConnection: the fetch did not complete");

@@ -1,6 +1,7 @@
 #include "scrape/connection.h"
 
 #include <cstdio>
+#include <memory>
 #include <utility>
 
 namespace gpucanary::scrape::internal {
@@ -27,14 +28,16 @@ ScrapeRequest::ScrapeRequest(const Target& target, const std::string& user_agent
   request_.body_limit = body_limit;
 }
 
-const net::ClientRequest& ScrapeRequest::WithTimeout(std::chrono::milliseconds timeout) {
+const std::shared_ptr<const net::ClientRequest>& ScrapeRequest::WithTimeout(
+    std::chrono::milliseconds timeout) {
   if (timeout != timeout_) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(timeout.count()) / 1000);
     request_.headers.back().second = seconds;
     timeout_ = timeout;
+    sent_ = std::make_shared<const net::ClientRequest>(request_);
   }
-  return request_;
+  return sent_;
 }
 
 }  // namespace gpucanary::scrape::internal

@@ -40,13 +40,15 @@ class ScrapeRequest {
   ScrapeRequest(const Target& target, const std::string& user_agent, std::size_t body_limit);
 
   // The request of a scrape whose deadline is `timeout`: Prometheus tells the
-  // target how long it may take (X-Prometheus-Scrape-Timeout-Seconds). Valid
-  // until the next call. REQUIRES: built for a target; timeout > 0.
-  const net::ClientRequest& WithTimeout(std::chrono::milliseconds timeout);
+  // target how long it may take (X-Prometheus-Scrape-Timeout-Seconds). The
+  // same object while the timeout stays the same, so that the connection
+  // reuses its message. REQUIRES: built for a target; timeout > 0.
+  const std::shared_ptr<const net::ClientRequest>& WithTimeout(std::chrono::milliseconds timeout);
 
  private:
   net::ClientRequest request_;
-  std::chrono::milliseconds timeout_{0};  // what request_'s last header says
+  std::chrono::milliseconds timeout_{0};            // what request_'s last header says
+  std::shared_ptr<const net::ClientRequest> sent_;  // request_ as of timeout_
 };
 
 }  // namespace gpucanary::scrape::internal
