@@ -2,7 +2,10 @@
 // A small synchronous HTTP/1.1 client over plain TCP (http:// only), for
 // tests, the CLI, integration tests and the benchmark. Each call blocks the
 // calling thread until the response is complete or the deadline passes; no
-// background threads.
+// background threads. Built on the asynchronous client
+// (net/async_connection.h), run on a private event loop by the caller's
+// thread, so connect, deadline, keep-alive, retry and body limit have one
+// implementation.
 
 #include <cstddef>
 #include <cstdint>

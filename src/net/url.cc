@@ -44,6 +44,11 @@ Status BadUrl(std::string_view url, std::string_view why) {
 
 }  // namespace
 
+std::string HostPort(std::string_view host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  return (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+}
+
 Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   constexpr std::string_view kScheme = "http://";
   if (url.size() < kScheme.size() || !EqualsIgnoreCase(url.substr(0, kScheme.size()), kScheme)) {

@@ -24,6 +24,10 @@ struct HttpUrl {
 // http, no host, bad port, user info, spaces or control characters).
 Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
+// "host:port" as a URL's authority and the Host header write it (RFC 3986
+// §3.2.2, RFC 9110 §7.2): an IPv6 address in brackets, "[::1]:80".
+std::string HostPort(std::string_view host, std::uint16_t port);
+
 // Percent-encodes everything but the unreserved characters A-Z a-z 0-9 - . _ ~
 // (RFC 3986 §2.3), so the result is safe in a query value.
 std::string UrlEncode(std::string_view text);

@@ -34,5 +34,11 @@ TEST(UrlTest, BadEscapesSayWhere) {
   EXPECT_EQ(ParseForm("a=%zz").error().message(), "bad percent escape at offset 2");
 }
 
+TEST(HostPortTest, BracketsIpv6) {
+  EXPECT_EQ(HostPort("127.0.0.1", 80), "127.0.0.1:80");
+  EXPECT_EQ(HostPort("node-3", 9400), "node-3:9400");
+  EXPECT_EQ(HostPort("::1", 8000), "[::1]:8000");
+}
+
 }  // namespace
 }  // namespace gpucanary::net

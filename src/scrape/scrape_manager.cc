@@ -43,7 +43,8 @@ struct TargetRun {
   std::string key;  // Target::Key() and the job settings that shape scraping
   Target target;
   JobConfig job;
-  std::shared_ptr<internal::Connection> conn;
+  std::shared_ptr<net::AsyncConnection> conn;
+  internal::ScrapeRequest request;
   std::unique_ptr<Ingester> ingester;
   bool fast = false;
   std::int64_t interval_ms = 0;
@@ -72,7 +73,7 @@ std::string JobFingerprint(const JobConfig& j) {
 
 // Decodes and ingests one fetch (any thread: the target's ingest is ours
 // while it is in flight).
-ScrapeOutcome IngestFetch(TargetRun& run, std::int64_t slot, internal::FetchResult& r,
+ScrapeOutcome IngestFetch(TargetRun& run, std::int64_t slot, net::FetchResult& r,
                           std::size_t body_limit) {
   Ingester& in = *run.ingester;
   if (!r.error.ok()) return in.Fail(r.error, slot, r.duration_s);
@@ -156,7 +157,7 @@ class ScrapeManager::Impl {
   void Arm();
   void OnTimer();
   void StartScrape(const RunPtr& run, std::int64_t slot, std::int64_t now);
-  void OnFetched(const RunPtr& run, std::int64_t slot, internal::FetchResult r);
+  void OnFetched(const RunPtr& run, std::int64_t slot, net::FetchResult r);
   void Complete(const RunPtr& run, std::int64_t slot, const ScrapeOutcome& o, bool timed_out,
                 double duration_s);
   void NoteInFlight(int delta);
@@ -377,8 +378,8 @@ void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string k
   run->id = ++next_id_;
   run->key = std::move(key);
   run->job = job;
-  run->conn = internal::Connection::Create(ioc_, target.host, target.port, target.path, target.url,
-                                           options_.user_agent, options_.body_limit_bytes);
+  run->conn = internal::NewConnection(ioc_, target);
+  run->request = internal::ScrapeRequest(target, options_.user_agent, options_.body_limit_bytes);
   run->ingester = std::make_unique<Ingester>(store_, target.labels,
                                              IngestOptions{job.honor_labels, job.honor_timestamps});
   run->target = std::move(target);
@@ -514,13 +515,12 @@ void ScrapeManager::Impl::StartScrape(const RunPtr& run, std::int64_t slot, std:
   run->in_flight = true;
   run->last_slot_ms = slot;
   NoteInFlight(+1);
-  const std::int64_t timeout = std::min(run->job.scrape_timeout_ms, run->interval_ms);
-  run->conn->Fetch(std::chrono::milliseconds(timeout), [this, run, slot](internal::FetchResult r) {
-    OnFetched(run, slot, std::move(r));
-  });
+  const std::chrono::milliseconds timeout(std::min(run->job.scrape_timeout_ms, run->interval_ms));
+  run->conn->Fetch(run->request.WithTimeout(timeout), timeout,
+                   [this, run, slot](net::FetchResult r) { OnFetched(run, slot, std::move(r)); });
 }
 
-void ScrapeManager::Impl::OnFetched(const RunPtr& run, std::int64_t slot, internal::FetchResult r) {
+void ScrapeManager::Impl::OnFetched(const RunPtr& run, std::int64_t slot, net::FetchResult r) {
   if (run->removed || !scraping_) {
     // Cut short by Stop: nothing is written (a restart continues the series).
     run->in_flight = false;
