@@ -45,7 +45,11 @@ Result<std::vector<TargetGroup>> ParsePrometheusTargets(std::string_view json, s
                                                         std::vector<Status>* skipped) {
   const Json doc = Json::parse(json.begin(), json.end(), nullptr, false);
   if (doc.is_discarded()) return Error(Bad(source, "answer is not JSON"));
-  if (!doc.is_object() || doc.value("status", "") != "success") {
+  // Json::value throws when the field has another type, so the status is looked up and
+  // type-checked by hand: {"status":{}} is a bad answer, not a crash (found by scrape_config_fuzz).
+  const bool success = doc.is_object() && doc.contains("status") && doc["status"].is_string() &&
+                       doc["status"].get<std::string>() == "success";
+  if (!success) {
     return Error(Bad(source, "answer is not a success: " + std::string(json.substr(0, 200))));
   }
   const auto data = doc.find("data");

@@ -50,6 +50,7 @@ TEST(PrometheusSdTest, KeepsTheJobsActiveTargetsWithTheirLabels) {
 TEST(PrometheusSdTest, RejectsAnswersThatAreNotTargets) {
   for (const char* bad :
        {"not json", R"({"status":"error","error":"x"})", R"({"status":"success","data":{}})",
+        R"({"status":{"activeTargets":[]}})", R"({"status":1})", R"([{"status":"success"}])",
         R"({"status":"success","data":{"activeTargets":[{"labels":{}}]}})"}) {
     Result<std::vector<TargetGroup>> g = ParsePrometheusTargets(bad, "", "http://p", nullptr);
     ASSERT_FALSE(g.has_value()) << bad;
