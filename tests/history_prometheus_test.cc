@@ -707,7 +707,7 @@ class CanaryHistoryTest : public ::testing::Test {
     EXPECT_TRUE(test::WaitFor(120, [&] {
       if (clock.NowMs() < (start_ + 140) * 1000) clock.Advance(1000);
       manager_->Poll();
-      return manager_->Get("fp8-kernel")->state != "running";
+      return manager_->Get("fp8-kernel")->state != vocab::CanaryState::kRunning;
     }));
     CanaryView view = *manager_->Get("fp8-kernel");
     manager_.reset();
@@ -764,7 +764,7 @@ TEST_F(CanaryHistoryTest, AStoreWithoutHistoryJudgesFromPrometheusLikeAStoreWith
   // and reaches the same verdict, causes and decision time.
   ASSERT_TRUE(fetched.report.first_tick.has_value());
   EXPECT_EQ(*fetched.report.first_tick, *full.report.first_tick);
-  EXPECT_EQ(fetched.state, "failed");
+  EXPECT_EQ(fetched.state, vocab::CanaryState::kFailed);
   EXPECT_EQ(fetched.state, full.state);
   EXPECT_EQ(fetched.report.verdict, full.report.verdict);
   EXPECT_EQ(fetched.report.decided_at, full.report.decided_at);
@@ -799,7 +799,7 @@ TEST_F(CanaryHistoryTest, WithPrometheusDownTheCanaryStartsAnywayAndSaysSo) {
   const CanaryView view = Run(down);
   // Judged on what the store has (from the release on); the release's power
   // brake is still found.
-  EXPECT_EQ(view.state, "failed");
+  EXPECT_EQ(view.state, vocab::CanaryState::kFailed);
   ASSERT_TRUE(view.report.first_tick.has_value());
   EXPECT_EQ(*view.report.first_tick, FirstTick(kReleaseS));
   const std::string notes = NotesOf(view);

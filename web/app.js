@@ -22,6 +22,7 @@ import {
   isoTime,
   setText,
   timeAxes,
+  vocabulary,
 } from './common.js';
 
 const REFRESH_MS = 2000;
@@ -265,5 +266,6 @@ window.addEventListener('resize', () => {
 window.addEventListener('hashchange', () => {
   if (!document.hidden) refresh();
 });
+vocabulary();
 initCorrelate();
 loop();

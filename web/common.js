@@ -47,6 +47,26 @@ export async function getJson(path, { optional = false } = {}) {
   throw error;
 }
 
+// The daemon's vocabulary (`GET api/v1/vocabulary`, docs/http-api.md): per
+// list (`cause_kinds`, `scopes`, `verdicts`, `canary_states`) an object from
+// each word's name to its description, the words the page shows for them.
+// Asked once, when the page starts (app.js); every caller shares the answer.
+// A failed request gives empty lists: the views then show the bare names.
+let vocabularyAnswer = null;
+export function vocabulary() {
+  vocabularyAnswer ??= getJson('api/v1/vocabulary').then(
+    (data) =>
+      Object.fromEntries(
+        Object.entries(data).map(([list, words]) => [
+          list,
+          Object.fromEntries(words.map((w) => [w.name, w.description])),
+        ]),
+      ),
+    () => ({ cause_kinds: {}, scopes: {}, verdicts: {}, canary_states: {} }),
+  );
+  return vocabularyAnswer;
+}
+
 export async function getText(path) {
   const response = await fetch(path, { cache: 'no-store' });
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);

@@ -14,7 +14,7 @@
 // range, never on the page's 2 s refresh. A number the daemon leaves out
 // (null: no data) shows as "—", never as 0.
 
-import { $, clockTime, dateTime, el, getJson, isoTime, setText } from './common.js';
+import { $, clockTime, dateTime, el, getJson, isoTime, setText, vocabulary } from './common.js';
 
 const DEFAULT_RANGE_S = 3600; // the last hour, as the API's own default
 const DEFAULT_MIN_SCORE = 0.5; // the API's: a release is named a suspect from this score
@@ -89,12 +89,9 @@ function showRange(params) {
 
 // --- the answer ----------------------------------------------------------------
 
-// What each scope means for the question the view answers.
-const SCOPE_WORDS = {
-  release: 'a release explains this',
-  node: "no release explains this (the node's own fault)",
-  fleet: 'no release explains this (the whole fleet changed at once)',
-};
+// What each scope means for the question the view answers: the
+// vocabulary's scope descriptions (set before an answer is rendered).
+let scopeWords = {};
 
 function causeItem(c) {
   return el(
@@ -103,7 +100,7 @@ function causeItem(c) {
     el('span', { class: `badge scope-${c.scope}` }, c.scope),
     ' ',
     el('strong', {}, c.kind ?? 'change (no mechanism named)'),
-    ` — ${SCOPE_WORDS[c.scope] ?? `scope ${c.scope}`}`,
+    ` — ${scopeWords[c.scope] ?? `scope ${c.scope}`}`,
     c.detail ? el('span', { class: 'detail' }, ` · ${c.detail}`) : '',
   );
 }
@@ -352,7 +349,8 @@ async function correlate(params) {
   $('correlate-regressions').replaceChildren();
   setText($('correlate-status'), 'Correlating…');
   try {
-    const data = await getJson(`api/v1/correlate?${params}`);
+    const [data, words] = await Promise.all([getJson(`api/v1/correlate?${params}`), vocabulary()]);
+    scopeWords = words.scopes;
     if (n === asked) render(data, params);
   } catch (e) {
     if (n === asked) renderError(e.reason ?? e.message, params);

@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analysis/replay/replay.h"
 #include "analysis/stats/blocks.h"
 #include "eval/kayenta/kayenta.h"
 #include "eval/kayenta/standalone.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::eval::evaluate {
 
@@ -31,10 +33,18 @@ namespace stats = analysis::stats;
 
 namespace {
 
-std::string CauseKey(const std::string& kind, const std::string& scope, const std::string& node) {
-  std::string s = kind + "/" + scope;
+std::string CauseKey(vocab::CauseKind kind, vocab::Scope scope, const std::string& node) {
+  std::string s = std::string(vocab::Name(kind)) + "/" + std::string(vocab::Name(scope));
   if (!node.empty()) s += "@" + node;
   return s;
+}
+
+// Whether a CauseKey names one of the throttle rule's causes.
+bool ThrottleKey(const std::string& key) {
+  using vocab::CauseKind;
+  const std::optional<CauseKind> kind = vocab::Parse<CauseKind>(key.substr(0, key.find('/')));
+  return kind == CauseKind::kPowerBrake || kind == CauseKind::kThermalThrottle ||
+         kind == CauseKind::kHwSlowdown || kind == CauseKind::kPowerCap;
 }
 
 // Kayenta is given the policy's comparable metrics, in the direction the
@@ -131,7 +141,8 @@ Result<CaseOutcome> EvaluateCase(const suite::SuiteCase& c, const EvaluateOption
   for (const Cause& cause : report.causes) {
     std::string nodes;
     for (const std::string& n : cause.nodes) nodes += (nodes.empty() ? "" : ",") + n;
-    out.causes.push_back(CauseKey(cause.kind, cause.scope, cause.scope == "node" ? nodes : ""));
+    out.causes.push_back(
+        CauseKey(cause.kind, cause.scope, cause.scope == vocab::Scope::kNode ? nodes : ""));
   }
   out.verdict_ok = c.verdict == suite::Verdict::kFail ? report.verdict == Verdict::kFail
                                                       : report.verdict != Verdict::kFail;
@@ -140,7 +151,7 @@ Result<CaseOutcome> EvaluateCase(const suite::SuiteCase& c, const EvaluateOption
     bool found = false;
     for (const Cause& cause : report.causes) {
       if (cause.kind != e.kind || cause.scope != e.scope) continue;
-      if (e.scope == "release" && !cause.failing) continue;
+      if (e.scope == vocab::Scope::kRelease && !cause.failing) continue;
       if (!e.node.empty() &&
           std::find(cause.nodes.begin(), cause.nodes.end(), e.node) == cause.nodes.end()) {
         continue;
@@ -211,20 +222,22 @@ std::string Markdown(const std::vector<CaseOutcome>& outcomes) {
   std::string md;
   // Confusion matrix: expected (rows) x verdict (columns), gpucanary and Kayenta.
   const auto matrix = [&](bool kayenta) {
-    std::map<std::pair<std::string, std::string>, int> counts;
+    std::map<std::pair<suite::Category, Verdict>, int> counts;
     for (const CaseOutcome& o : outcomes) {
-      const Verdict v = kayenta ? o.kayenta_verdict : o.verdict;
-      counts[{std::string(suite::CategoryName(o.category)), std::string(VerdictName(v))}]++;
+      counts[{o.category, kayenta ? o.kayenta_verdict : o.verdict}]++;
     }
     std::string t =
         "| category (expected) | fail | pass | inconclusive |\n| --- | ---: | ---: | ---: |\n";
-    for (const char* cat : {"aa", "node", "release", "regression"}) {
-      const char* expect = std::string_view(cat) == "aa"     ? " (pass)"
-                           : std::string_view(cat) == "node" ? " (not fail)"
-                                                             : " (fail)";
-      t += std::string("| ") + cat + expect + " | " + std::to_string(counts[{cat, "fail"}]) +
-           " | " + std::to_string(counts[{cat, "pass"}]) + " | " +
-           std::to_string(counts[{cat, "inconclusive"}]) + " |\n";
+    using suite::Category;
+    for (Category cat :
+         {Category::kAa, Category::kNode, Category::kRelease, Category::kRegression}) {
+      const char* expect = cat == Category::kAa     ? " (pass)"
+                           : cat == Category::kNode ? " (not fail)"
+                                                    : " (fail)";
+      t += "| " + std::string(suite::CategoryName(cat)) + expect + " | " +
+           std::to_string(counts[{cat, Verdict::kFail}]) + " | " +
+           std::to_string(counts[{cat, Verdict::kPass}]) + " | " +
+           std::to_string(counts[{cat, Verdict::kInconclusive}]) + " |\n";
     }
     return t;
   };
@@ -247,10 +260,7 @@ std::string Markdown(const std::vector<CaseOutcome>& outcomes) {
       cause_ok += o.verdict_ok && o.causes_ok;
       if (o.verdict == Verdict::kFail && o.delay_s) {
         bool throttle = false;
-        for (const std::string& e : o.expected_causes) {
-          throttle |= e.rfind("power_brake", 0) == 0 || e.rfind("thermal_throttle", 0) == 0 ||
-                      e.rfind("hw_slowdown", 0) == 0 || e.rfind("power_cap", 0) == 0;
-        }
+        for (const std::string& e : o.expected_causes) throttle |= ThrottleKey(e);
         if (throttle && o.since_delay_s) delays_streak.push_back(*o.since_delay_s);
         (o.category == suite::Category::kRegression ? delays_regression
          : throttle                                 ? delays_throttle

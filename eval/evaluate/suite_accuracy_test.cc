@@ -51,7 +51,7 @@ TEST(SuiteAccuracyTest, EveryCaseAsLabelled) {
     ASSERT_TRUE(o.has_value()) << c.name << ": " << o.error().message();
     std::string causes;
     for (const std::string& cs : o->causes) causes += " " + cs;
-    EXPECT_TRUE(o->verdict_ok) << c.name << ": " << VerdictName(o->verdict) << causes;
+    EXPECT_TRUE(o->verdict_ok) << c.name << ": " << analysis::VerdictName(o->verdict) << causes;
     EXPECT_TRUE(o->causes_ok) << c.name << ": found" << causes;
     gpucanary_wrong += !(o->verdict_ok && o->causes_ok);
     kayenta_wrong += !o->kayenta_ok;
@@ -66,8 +66,9 @@ TEST(SuiteAccuracyTest, EveryCaseAsLabelled) {
     }
     bool throttle = false;
     for (const suite::ExpectedCause& e : c.causes) {
-      throttle |= e.scope == "release" &&
-                  (e.kind == "power_brake" || e.kind == "hw_slowdown" || e.kind == "power_cap");
+      throttle |= e.scope == vocab::Scope::kRelease && (e.kind == vocab::CauseKind::kPowerBrake ||
+                                                        e.kind == vocab::CauseKind::kHwSlowdown ||
+                                                        e.kind == vocab::CauseKind::kPowerCap);
     }
     if (throttle && o->since_delay_s) {
       EXPECT_LE(*o->since_delay_s, 4.0) << c.name << ": throttle decided late";

@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +14,7 @@
 
 #include "config/yaml_fields.h"
 #include "sim/engine.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::eval::suite {
 namespace {
@@ -25,13 +28,17 @@ using config::ReadDuration;
 using config::ReadString;
 using config::Reporter;
 
-constexpr std::string_view kCauseKinds[] = {"thermal_throttle", "power_brake",        "power_cap",
-                                            "hw_slowdown",      "pcie_downtrain",     "pcie_errors",
-                                            "memory_thrash",    "low_occupancy",      "xid_errors",
-                                            "ecc_errors",       "software_regression"};
+// The vocabulary's cause kinds by name, in its order (vocab/vocab.h).
+constexpr auto kCauseKinds = [] {
+  std::array<std::string_view, vocab::kCauseKinds.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = vocab::kCauseKinds[i].name;
+  return names;
+}();
 constexpr std::string_view kCategories[] = {"aa", "release", "node", "regression"};
 constexpr std::string_view kVerdicts[] = {"pass", "fail", "not_fail"};
-constexpr std::string_view kScopes[] = {"release", "node"};
+// The scopes a label takes (not the correlation's fleet).
+constexpr std::string_view kScopes[] = {vocab::Name(vocab::Scope::kRelease),
+                                        vocab::Name(vocab::Scope::kNode)};
 constexpr std::string_view kTopKeys[] = {"cases"};
 constexpr std::string_view kCaseKeys[] = {"file",          "category",   "release", "canary_nodes",
                                           "release_start", "verdict",    "causes",  "onset_s",
@@ -230,12 +237,12 @@ class SuiteParser {
       return r_.Fail(kind, Child(field, "kind"),
                      "unknown cause kind (valid: " + JoinNames(kCauseKinds) + ")");
     }
-    cause.kind = kind.Scalar();
+    cause.kind = *vocab::Parse<vocab::CauseKind>(kind.Scalar());
     const YAML::Node& scope = *f->Find("scope");
     if (!scope.IsScalar() || !Contains(kScopes, scope.Scalar())) {
       return r_.Fail(scope, Child(field, "scope"), "expected one of " + JoinNames(kScopes));
     }
-    cause.scope = scope.Scalar();
+    cause.scope = *vocab::Parse<vocab::Scope>(scope.Scalar());
     if (const YAML::Node* host = f->Find("node")) {
       Result<std::string> name = ReadString(r_, *host, Child(field, "node"));
       if (!name) return Error(name.error());
@@ -243,7 +250,7 @@ class SuiteParser {
         return r_.Fail(*host, Child(field, "node"), "node '" + *name + "' is not in " + c.file);
       }
       cause.node = *name;
-    } else if (cause.scope == "node") {
+    } else if (cause.scope == vocab::Scope::kNode) {
       return r_.Fail(f->mark(), Child(field, "node"), "a node-scoped cause must name its node");
     }
     if (const YAML::Node* gpus = f->Find("gpus")) {
@@ -278,7 +285,8 @@ class SuiteParser {
     const YAML::Node& verdict = *f.Find("verdict");
     const YAML::Node& causes = *f.Find("causes");
     const auto any = [&](auto pred) { return std::any_of(c.causes.begin(), c.causes.end(), pred); };
-    const bool release_cause = any([](const ExpectedCause& x) { return x.scope == "release"; });
+    const bool release_cause =
+        any([](const ExpectedCause& x) { return x.scope == vocab::Scope::kRelease; });
     switch (c.category) {
       case Category::kAa:
         if (c.verdict != Verdict::kPass) {
@@ -294,8 +302,9 @@ class SuiteParser {
         if (!release_cause) {
           return r_.Fail(causes, Child(field, "causes"), "expected a cause with scope release");
         }
-        if (c.category == Category::kRegression &&
-            !any([](const ExpectedCause& x) { return x.kind == "software_regression"; })) {
+        if (c.category == Category::kRegression && !any([](const ExpectedCause& x) {
+              return x.kind == vocab::CauseKind::kSoftwareRegression;
+            })) {
           return r_.Fail(causes, Child(field, "causes"), "a regression needs software_regression");
         }
         break;

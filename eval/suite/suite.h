@@ -18,7 +18,7 @@
 //       canary_nodes: [node-2, node-5]
 //       release_start: 60                 # seconds (or "60s") from the scenario start
 //       verdict: fail                     # pass | fail | not_fail
-//       causes:                           # DESIGN.md §6 kinds and scopes
+//       causes:                           # docs/contracts.md §6 kinds and scopes
 //         - {kind: power_brake, scope: release}
 //         - {kind: thermal_throttle, scope: node, node: node-5, gpus: [node-5/6]}
 //       onset_s: 70                       # optional: when the fault begins
@@ -46,6 +46,7 @@
 #include "core/status.h"
 #include "sim/offline.h"
 #include "sim/scenario.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::eval::suite {
 
@@ -56,12 +57,12 @@ enum class Verdict : std::uint8_t { kPass, kFail, kNotFail };
 std::string_view CategoryName(Category category);
 std::string_view VerdictName(Verdict verdict);
 
-// The cause kinds of DESIGN.md §6, in its order.
+// The names of the cause kinds (vocab/vocab.h), in its order.
 std::span<const std::string_view> CauseKinds();
 
 struct ExpectedCause {
-  std::string kind;               // one of CauseKinds()
-  std::string scope;              // "release" or "node"
+  vocab::CauseKind kind{};
+  vocab::Scope scope{};           // release or node
   std::string node;               // hostname; empty when the label names none
   std::vector<std::string> gpus;  // "node-5/6"; empty when the label names none
 };

@@ -257,9 +257,10 @@ Finding StreakSignature(const std::string& kind, const std::vector<const Gpu*>& 
           Fmt("shortest subject streak %d s, reference share %.3f", shortest, ref)};
 }
 
-Finding Signature(const std::string& kind, const CaseRun& run,
+Finding Signature(vocab::CauseKind cause_kind, const CaseRun& run,
                   const std::vector<const Gpu*>& subject, const std::vector<const Gpu*>& reference,
                   int t0, int t1, double slowdown) {
+  const std::string kind(vocab::Name(cause_kind));
   if (kind == "power_brake" || kind == "thermal_throttle" || kind == "hw_slowdown" ||
       kind == "pcie_downtrain") {
     return StreakSignature(kind, subject, reference, t0, t1);
@@ -318,7 +319,8 @@ Finding Signature(const std::string& kind, const CaseRun& run,
 // Seconds after a fault begins before its signature is judged: heating takes
 // a while (a 30 s thermal time constant).
 // An XID 79 GPU vanishes 2 s after it fires, so XIDs are looked for at once.
-int Settle(const std::string& kind) {
+int Settle(vocab::CauseKind cause_kind) {
+  const std::string kind(vocab::Name(cause_kind));
   if (kind == "thermal_throttle") return 90;
   return kind == "xid_errors" ? 0 : 10;
 }
@@ -350,8 +352,9 @@ void CheckReleaseCase(const SuiteCase& c, const CaseRun& run) {
                                     run.seconds(), slowdown);
     const Finding before =
         Signature(cause.kind, run, canary, baseline, 5, static_cast<int>(c.release_start_s), 1.0);
-    std::printf("%s: %s after the release: %s; before: %s\n", c.name.c_str(), cause.kind.c_str(),
-                after.measured.c_str(), before.measured.c_str());
+    std::printf("%s: %s after the release: %s; before: %s\n", c.name.c_str(),
+                std::string(vocab::Name(cause.kind)).c_str(), after.measured.c_str(),
+                before.measured.c_str());
     EXPECT_TRUE(after.holds) << cause.kind << ": " << after.measured;
     EXPECT_FALSE(before.holds) << cause.kind << " already before the release: " << before.measured;
   }
@@ -363,8 +366,8 @@ void CheckNodeCase(const SuiteCase& c, const CaseRun& run) {
     const auto reference = Where(run, [&](const Gpu& g) { return g.node != cause.node; });
     const int t0 = static_cast<int>(*c.onset_s) + Settle(cause.kind);
     const Finding on = Signature(cause.kind, run, subject, reference, t0, run.seconds(), 1.0);
-    std::printf("%s: %s on %s: %s\n", c.name.c_str(), cause.kind.c_str(), cause.node.c_str(),
-                on.measured.c_str());
+    std::printf("%s: %s on %s: %s\n", c.name.c_str(), std::string(vocab::Name(cause.kind)).c_str(),
+                cause.node.c_str(), on.measured.c_str());
     EXPECT_TRUE(on.holds) << cause.kind << " on " << cause.node << ": " << on.measured;
     if (*c.onset_s < c.release_start_s) {
       const Finding history = Signature(cause.kind, run, subject, reference, t0,

@@ -80,7 +80,8 @@ TEST(SuiteTest, EveryCategoryMeetsTheIssuesCounts) {
   std::set<std::string> covered;
   for (const SuiteCase* c : release) {
     for (const ExpectedCause& cause : c->causes) {
-      if (cause.scope == "release") covered.insert(cause.kind);
+      if (cause.scope == vocab::Scope::kRelease)
+        covered.insert(std::string(vocab::Name(cause.kind)));
     }
   }
   for (std::string_view kind : CauseKinds()) {
@@ -179,7 +180,7 @@ TEST(SuiteTest, GoodLabelsParse) {
   EXPECT_DOUBLE_EQ(c.release_start_s, 60);
   EXPECT_EQ(c.onset_s, 70);
   ASSERT_EQ(c.causes.size(), 1u);
-  EXPECT_EQ(c.causes[0].kind, "power_brake");
+  EXPECT_EQ(c.causes[0].kind, vocab::CauseKind::kPowerBrake);
   EXPECT_EQ(CategoryName(c.category), "release");
   EXPECT_EQ(VerdictName(Verdict::kNotFail), "not_fail");
 }

@@ -7,6 +7,7 @@
 #include "config/http_headers.h"
 #include "config/yaml_fields.h"
 #include "net/url.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::actions {
 namespace {
@@ -30,6 +31,10 @@ constexpr std::array<KindInfo, 7> kKinds = {{
     {ActionKind::kIsolateNode, "isolate_node", ScopeFilter::kNode},
     {ActionKind::kDiagnosticBundle, "diagnostic_bundle", ScopeFilter::kAny},
 }};
+
+// The filters `when.scope` takes, by ScopeFilterName.
+constexpr std::array<ScopeFilter, 3> kScopeFilters = {ScopeFilter::kRelease, ScopeFilter::kNode,
+                                                      ScopeFilter::kAny};
 
 constexpr std::array<std::string_view, 17> kAllKeys = {
     "kind",         "name",       "when",    "url",     "headers", "bearer_token_file",
@@ -142,16 +147,13 @@ Status ReadWhen(const Reporter& r, const YAML::Node& node, const std::string& fi
   if (const YAML::Node* n = fields->Find("scope")) {
     auto s = config::ReadString(r, *n, Child(field, "scope"));
     if (!s) return s.error();
-    if (*s == "release") {
-      out.scope = ScopeFilter::kRelease;
-    } else if (*s == "node") {
-      out.scope = ScopeFilter::kNode;
-    } else if (*s == "any") {
-      out.scope = ScopeFilter::kAny;
-    } else {
+    const auto known = std::find_if(kScopeFilters.begin(), kScopeFilters.end(),
+                                    [&](ScopeFilter f) { return ScopeFilterName(f) == *s; });
+    if (known == kScopeFilters.end()) {
       return r.Fail(*n, Child(field, "scope"),
                     "unknown scope '" + *s + "' (expected release, node or any)");
     }
+    out.scope = *known;
   }
   if (const YAML::Node* n = fields->Find("causes")) {
     const std::string f = Child(field, "causes");
@@ -347,9 +349,9 @@ std::string_view ActionKindName(ActionKind kind) {
 std::string_view ScopeFilterName(ScopeFilter scope) {
   switch (scope) {
     case ScopeFilter::kRelease:
-      return "release";
+      return vocab::Name(vocab::Scope::kRelease);
     case ScopeFilter::kNode:
-      return "node";
+      return vocab::Name(vocab::Scope::kNode);
     case ScopeFilter::kAny:
       return "any";
   }

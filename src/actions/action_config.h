@@ -39,7 +39,8 @@ enum class ActionKind : std::uint8_t {
 std::string_view ActionKindName(ActionKind kind);
 
 // Which incidents an action runs for: those with at least one cause of the
-// scope (`any`: every incident).
+// scope (`any`: every incident). Named as `when.scope` takes it: the
+// vocabulary's "release" and "node" (vocab/vocab.h), or "any".
 enum class ScopeFilter : std::uint8_t { kRelease, kNode, kAny };
 std::string_view ScopeFilterName(ScopeFilter scope);
 

@@ -44,12 +44,12 @@ std::string Readme(const Incident& incident, std::int64_t now_ms,
   out += "canary:   " + incident.canary_id + "\n";
   out += "release:  " + incident.release.id;
   if (!incident.release.service.empty()) out += " (service " + incident.release.service + ")";
-  out += "\nverdict:  " + incident.verdict + ", decided at " +
+  out += "\nverdict:  " + std::string(vocab::Name(incident.verdict)) + ", decided at " +
          FormatUtcMillis(static_cast<std::int64_t>(incident.decided_at * 1000.0)) + "\n";
   out += "written:  " + FormatUtcMillis(now_ms) + "\n\ncauses:\n";
   for (const IncidentCause& c : incident.causes) {
-    out += "  - " + c.kind + " (" + c.scope + (c.node.empty() ? "" : ", " + c.node) +
-           "): " + c.summary + "\n";
+    out += "  - " + std::string(vocab::Name(c.kind)) + " (" + std::string(vocab::Name(c.scope)) +
+           (c.node.empty() ? "" : ", " + c.node) + "): " + c.summary + "\n";
   }
   if (incident.causes.empty()) out += "  (none given)\n";
   out += "\nfiles:\n";

@@ -39,6 +39,14 @@ std::string Join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+// The incident's distinct cause kinds as their wire names: what
+// `when.causes` lists and GPUCANARY_CAUSE_KINDS carries.
+std::vector<std::string> CauseKindNames(const Incident& incident) {
+  std::vector<std::string> out;
+  for (vocab::CauseKind k : incident.CauseKinds()) out.emplace_back(vocab::Name(k));
+  return out;
+}
+
 // A bearer token file's content without surrounding whitespace (files
 // mounted from Secrets often end with a newline).
 Result<std::string> ReadToken(const std::string& path) {
@@ -146,7 +154,7 @@ void RunFlagger(const Incident& incident, FlaggerGate* gate, ActionOutcome& o) {
     o.detail = "no Flagger gate: the daemon's Flagger webhook is not enabled";
     return;
   }
-  std::string reason = "verdict " + incident.verdict;
+  std::string reason = "verdict " + std::string(vocab::Name(incident.verdict));
   if (!incident.causes.empty()) reason += ": " + incident.causes.front().summary;
   gate->SetRollback(incident.canary_id, reason);
   if (!incident.release.id.empty()) gate->SetRollback(incident.release.id, reason);
@@ -167,8 +175,8 @@ std::vector<std::pair<std::string, std::string>> CommandEnv(const Incident& inci
       {"GPUCANARY_RELEASE", incident.release.id},
       {"GPUCANARY_SERVICE", incident.release.service},
       {"GPUCANARY_CANARY", incident.canary_id},
-      {"GPUCANARY_VERDICT", incident.verdict},
-      {"GPUCANARY_CAUSE_KINDS", Join(incident.CauseKinds(), ",")},
+      {"GPUCANARY_VERDICT", std::string(vocab::Name(incident.verdict))},
+      {"GPUCANARY_CAUSE_KINDS", Join(CauseKindNames(incident), ",")},
       {"GPUCANARY_NODES", Join(incident.NodeScopedNodes(), ",")},
   };
   if (!node.empty()) env.emplace_back("GPUCANARY_NODE", node);
@@ -269,15 +277,16 @@ void RunBundle(const ActionConfig& a, const Incident& incident, const ActionCont
 }  // namespace
 
 bool Selects(const ActionConfig& action, const Incident& incident, std::string* why) {
-  const bool scope_ok = action.scope == ScopeFilter::kAny ||
-                        (action.scope == ScopeFilter::kRelease && incident.HasScope("release")) ||
-                        (action.scope == ScopeFilter::kNode && incident.HasScope("node"));
+  const bool scope_ok =
+      action.scope == ScopeFilter::kAny ||
+      (action.scope == ScopeFilter::kRelease && incident.HasScope(vocab::Scope::kRelease)) ||
+      (action.scope == ScopeFilter::kNode && incident.HasScope(vocab::Scope::kNode));
   if (!scope_ok) {
     if (why != nullptr) *why = "no " + std::string(ScopeFilterName(action.scope)) + "-scoped cause";
     return false;
   }
   if (!action.cause_kinds.empty()) {
-    const std::vector<std::string> kinds = incident.CauseKinds();
+    const std::vector<std::string> kinds = CauseKindNames(incident);
     const bool kind_ok = std::any_of(kinds.begin(), kinds.end(), [&](const std::string& k) {
       return std::find(action.cause_kinds.begin(), action.cause_kinds.end(), k) !=
              action.cause_kinds.end();
@@ -292,12 +301,13 @@ bool Selects(const ActionConfig& action, const Incident& incident, std::string* 
 
 std::string ExpandTemplate(const std::string& text, const Incident& incident,
                            const std::string& node) {
+  const std::string verdict(vocab::Name(incident.verdict));
   const std::pair<std::string_view, const std::string*> vars[] = {
       {"{node}", &node},
       {"{release}", &incident.release.id},
       {"{service}", &incident.release.service},
       {"{canary}", &incident.canary_id},
-      {"{verdict}", &incident.verdict},
+      {"{verdict}", &verdict},
   };
   std::string out;
   for (std::size_t i = 0; i < text.size();) {

@@ -399,9 +399,15 @@ TEST(IncidentTest, DerivedViews) {
   const Incident i = test::SampleIncident();
   EXPECT_THAT(i.NodeScopedNodes(), ElementsAre("node-6", "node-7"));
   Incident spread = i;
-  spread.causes.push_back({"ecc_errors", "node", "", {"node-8/0", "node-9/1", "node-8/2"}, "."});
+  spread.causes.push_back({vocab::CauseKind::kEccErrors,
+                           vocab::Scope::kNode,
+                           "",
+                           {"node-8/0", "node-9/1", "node-8/2"},
+                           "."});
   EXPECT_THAT(spread.NodeScopedNodes(), ElementsAre("node-6", "node-7", "node-8", "node-9"));
-  EXPECT_THAT(i.CauseKinds(), ElementsAre("power_brake", "xid_errors", "pcie_downtrain"));
+  EXPECT_THAT(i.CauseKinds(),
+              ElementsAre(vocab::CauseKind::kPowerBrake, vocab::CauseKind::kXidErrors,
+                          vocab::CauseKind::kPcieDowntrain));
   EXPECT_EQ(i.PreviousRelease(), "llama3-70b-2026-11-28.2");
   Incident bad = i;
   bad.release.annotation_json = "not json";

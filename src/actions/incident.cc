@@ -19,7 +19,7 @@ void AddUnique(std::vector<std::string>& out, const std::string& value) {
 std::vector<std::string> Incident::NodeScopedNodes() const {
   std::vector<std::string> out;
   for (const IncidentCause& c : causes) {
-    if (c.scope != "node") continue;
+    if (c.scope != vocab::Scope::kNode) continue;
     if (!c.node.empty()) {
       AddUnique(out, c.node);
       continue;
@@ -30,14 +30,16 @@ std::vector<std::string> Incident::NodeScopedNodes() const {
   return out;
 }
 
-bool Incident::HasScope(const std::string& scope) const {
+bool Incident::HasScope(vocab::Scope scope) const {
   return std::any_of(causes.begin(), causes.end(),
                      [&](const IncidentCause& c) { return c.scope == scope; });
 }
 
-std::vector<std::string> Incident::CauseKinds() const {
-  std::vector<std::string> out;
-  for (const IncidentCause& c : causes) AddUnique(out, c.kind);
+std::vector<vocab::CauseKind> Incident::CauseKinds() const {
+  std::vector<vocab::CauseKind> out;
+  for (const IncidentCause& c : causes) {
+    if (std::find(out.begin(), out.end(), c.kind) == out.end()) out.push_back(c.kind);
+  }
   return out;
 }
 
@@ -58,15 +60,15 @@ std::string IncidentToJson(const Incident& incident, int indent) {
   }
   Json causes = Json::array();
   for (const IncidentCause& c : incident.causes) {
-    causes.push_back({{"kind", c.kind},
-                      {"scope", c.scope},
+    causes.push_back({{"kind", vocab::Name(c.kind)},
+                      {"scope", vocab::Name(c.scope)},
                       {"node", c.node},
                       {"gpus", c.gpus},
                       {"summary", c.summary}});
   }
   const Json out = {
       {"canary", incident.canary_id},
-      {"verdict", incident.verdict},
+      {"verdict", vocab::Name(incident.verdict)},
       {"decided_at", incident.decided_at},
       {"release",
        {{"id", incident.release.id},

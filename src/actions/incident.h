@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "vocab/vocab.h"
+
 namespace gpucanary::actions {
 
 // The release under canary (DESIGN.md §5).
@@ -21,10 +23,10 @@ struct Release {
   std::string annotation_json;
 };
 
-// One cause of the verdict (DESIGN.md §6).
+// One cause of the verdict (docs/contracts.md §6).
 struct IncidentCause {
-  std::string kind;               // "power_brake", "xid_errors", ...
-  std::string scope;              // "release" or "node"
+  vocab::CauseKind kind{};
+  vocab::Scope scope{};           // release or node
   std::string node;               // the node it sits on; "": several (see its gpus)
   std::vector<std::string> gpus;  // "node-4/0", sorted
   std::string summary;            // one sentence an SRE can act on
@@ -36,7 +38,7 @@ struct Incident {
   // "" for the canary's fail; "node:<host>" for a node fault found while the
   // canary runs (its node-scoped actions run then, the release goes on).
   std::string part;
-  std::string verdict = "fail";
+  vocab::Verdict verdict = vocab::Verdict::kFail;
   double decided_at = 0.0;  // Unix seconds of the sample that completed the decision
   std::vector<IncidentCause> causes;
   std::vector<std::string> canary_nodes;
@@ -49,10 +51,10 @@ struct Incident {
   // isolate_node and `{node}` command templates act on. A cause without a
   // node contributes the hosts of its GPU keys ("node-6/3" -> "node-6").
   std::vector<std::string> NodeScopedNodes() const;
-  // Whether any cause has this scope ("release" or "node").
-  bool HasScope(const std::string& scope) const;
+  // Whether any cause has this scope.
+  bool HasScope(vocab::Scope scope) const;
   // The distinct cause kinds, in first-seen order.
-  std::vector<std::string> CauseKinds() const;
+  std::vector<vocab::CauseKind> CauseKinds() const;
   // The stable release to return traffic to: the annotation's "previous"
   // field; "" when absent or the annotation is not a JSON object.
   std::string PreviousRelease() const;

@@ -98,8 +98,16 @@ TEST_F(SimControlTest, TrafficShiftAndIsolateNodeDriveTheFleet) {
   incident.release = {"next", "chat-api", R"({"id": "next", "previous": "stable"})"};
   incident.canary_id = "canary-next";
   incident.causes = {
-      {"power_brake", "release", "node-2", {"node-2/0"}, "HW power brake on node-2/0"},
-      {"xid_errors", "node", "node-3", {"node-3/5"}, "XID 79 on node-3/5"},
+      {vocab::CauseKind::kPowerBrake,
+       vocab::Scope::kRelease,
+       "node-2",
+       {"node-2/0"},
+       "HW power brake on node-2/0"},
+      {vocab::CauseKind::kXidErrors,
+       vocab::Scope::kNode,
+       "node-3",
+       {"node-3/5"},
+       "XID 79 on node-3/5"},
   };
   incident.canary_nodes = {"node-2"};
   incident.baseline_nodes = {"node-1", "node-3"};

@@ -86,16 +86,24 @@ inline Incident SampleIncident() {
                R"({"id": "llama3-70b-2026-12-02.1", "service": "chat-api", )"
                R"("started_at": 1764680000.0, "previous": "llama3-70b-2026-11-28.2"})"};
   i.canary_id = "canary-7";
-  i.verdict = "fail";
+  i.verdict = vocab::Verdict::kFail;
   i.decided_at = 1764680034.0;
   i.causes = {
-      {"power_brake",
-       "release",
+      {vocab::CauseKind::kPowerBrake,
+       vocab::Scope::kRelease,
        "node-4",
        {"node-4/0", "node-4/1"},
        "HW power brake held SM clock at 1050 MHz (baseline 1980) for 14 s"},
-      {"xid_errors", "node", "node-6", {"node-6/3"}, "XID 79 on node-6/3: fell off the bus"},
-      {"pcie_downtrain", "node", "node-7", {"node-7/0"}, "PCIe link of node-7/0 at x8"},
+      {vocab::CauseKind::kXidErrors,
+       vocab::Scope::kNode,
+       "node-6",
+       {"node-6/3"},
+       "XID 79 on node-6/3: fell off the bus"},
+      {vocab::CauseKind::kPcieDowntrain,
+       vocab::Scope::kNode,
+       "node-7",
+       {"node-7/0"},
+       "PCIe link of node-7/0 at x8"},
   };
   i.canary_nodes = {"node-4", "node-6", "node-7"};
   i.baseline_nodes = {"node-1", "node-2"};

@@ -7,11 +7,13 @@
 #include <utility>
 
 #include "analysis/report/report_json.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::canary {
 namespace {
 
 using Json = nlohmann::json;
+using vocab::CanaryState;
 
 void ReplyJson(net::HttpResponse& response, int status, const Json& body) {
   response.status = status;
@@ -35,8 +37,8 @@ Json OptionalNumber(const std::optional<double>& v) {
 Json Summary(const CanaryView& c) {
   return {{"id", c.id},
           {"release", c.release_id},
-          {"state", c.state},
-          {"verdict", analysis::VerdictName(c.report.verdict)},
+          {"state", vocab::Name(c.state)},
+          {"verdict", vocab::Name(c.report.verdict)},
           {"started_at", c.started_at},
           {"ended_at", OptionalNumber(c.ended_at)},
           {"canary_hosts", c.canary_hosts},
@@ -50,7 +52,7 @@ std::string Reason(const CanaryView& c) {
   for (const analysis::Cause& cause : c.report.causes) {
     if (cause.failing) return cause.summary;
   }
-  if (c.state == "running") {
+  if (c.state == CanaryState::kRunning) {
     // The history before the release is judged too; only the release's own
     // seconds count here (none yet while the judge reads its history).
     const std::int64_t judged =
@@ -59,7 +61,7 @@ std::string Reason(const CanaryView& c) {
            " s of the release judged";
   }
   if (!c.report.notes.empty()) return c.report.notes.front();
-  return "canary " + c.state;
+  return "canary " + std::string(vocab::Name(c.state));
 }
 
 // Every verdict change committed for the canary, oldest first, without the
@@ -131,15 +133,15 @@ bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respo
     // Always 200: Argo Rollouts reads the body's fields, not the status.
     if (!c) {
       ReplyJson(response, 200,
-                {{"verdict", "inconclusive"},
+                {{"verdict", vocab::Name(vocab::Verdict::kInconclusive)},
                  {"decided", false},
                  {"score", 0.0},
                  {"reason", "no canary " + id}});
       return true;
     }
     ReplyJson(response, 200,
-              {{"verdict", analysis::VerdictName(c->report.verdict)},
-               {"decided", c->report.decided_at.has_value() || c->state != "running"},
+              {{"verdict", vocab::Name(c->report.verdict)},
+               {"decided", c->report.decided_at.has_value() || c->state != CanaryState::kRunning},
                {"score", c->report.score},
                {"reason", Reason(*c)}});
     return true;
@@ -176,14 +178,17 @@ bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respo
   Json actions = Json::array();
   if (auto recorded = meta_.Actions(id)) {
     for (const store::ActionRecord& a : *recorded) {
-      actions.push_back({{"name", a.name},
-                         {"kind", a.kind},
-                         {"at", a.at},
-                         {"duration_ms", a.duration_ms},
-                         {"ok", a.ok},
-                         {"attempts", a.attempts},
-                         {"detail", a.detail},
-                         {"incident", a.incident.empty() ? "fail" : a.incident}});
+      actions.push_back(
+          {{"name", a.name},
+           {"kind", a.kind},
+           {"at", a.at},
+           {"duration_ms", a.duration_ms},
+           {"ok", a.ok},
+           {"attempts", a.attempts},
+           {"detail", a.detail},
+           // "" in the record: the incident of the canary's fail
+           {"incident",
+            a.incident.empty() ? std::string(vocab::Name(vocab::Verdict::kFail)) : a.incident}});
     }
   }
   data["actions"] = std::move(actions);
@@ -236,15 +241,20 @@ void CanaryApi::Flagger(std::string_view hook, const net::HttpRequest& request,
   }
   const std::string reason = Reason(*c);
   if (hook == "confirm-promotion") {
-    const bool passed = c->state == "passed" ||
-                        (c->report.verdict == analysis::Verdict::kPass && c->state == "running");
+    const bool passed =
+        c->state == CanaryState::kPassed ||
+        (c->report.verdict == vocab::Verdict::kPass && c->state == CanaryState::kRunning);
     ReplyJson(response, passed ? 200 : 403,
-              {{"canary", id}, {"state", c->state}, {"promote", passed}, {"reason", reason}});
+              {{"canary", id},
+               {"state", vocab::Name(c->state)},
+               {"promote", passed},
+               {"reason", reason}});
     return;
   }
-  const bool failed = c->state == "failed";  // hook == "rollback"
-  ReplyJson(response, failed ? 200 : 409,
-            {{"canary", id}, {"state", c->state}, {"rollback", failed}, {"reason", reason}});
+  const bool failed = c->state == CanaryState::kFailed;  // hook == "rollback"
+  ReplyJson(
+      response, failed ? 200 : 409,
+      {{"canary", id}, {"state", vocab::Name(c->state)}, {"rollback", failed}, {"reason", reason}});
 }
 
 }  // namespace gpucanary::canary

@@ -9,11 +9,14 @@
 
 #include "analysis/live/store_source.h"
 #include "analysis/report/report_json.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::canary {
 namespace {
 
 using Json = nlohmann::json;
+using vocab::CanaryState;
+using vocab::Verdict;
 
 // The exporters name the host label either way (DESIGN.md §3).
 constexpr std::string_view kHostLabels[] = {"Hostname", "hostname"};
@@ -39,6 +42,19 @@ void ReadHosts(const std::string& detail_json, std::vector<std::string>& canary,
   read("baseline_hosts", baseline);
 }
 
+// The state a canary ends in with the judge's verdict.
+CanaryState EndedWith(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kPass:
+      return CanaryState::kPassed;
+    case Verdict::kFail:
+      return CanaryState::kFailed;
+    case Verdict::kInconclusive:
+      return CanaryState::kInconclusive;
+  }
+  return CanaryState::kInconclusive;
+}
+
 }  // namespace
 
 struct CanaryManager::Canary {
@@ -50,7 +66,7 @@ struct CanaryManager::Canary {
   std::unique_ptr<analysis::Judge> judge;
   analysis::Tick tick;
   // What was last committed to MetaDb: a verdict row is added when it changes.
-  std::string persisted_verdict;
+  std::optional<Verdict> persisted_verdict;  // unset: none, or a word this version does not know
   std::size_t persisted_causes = 0;
   bool aborted = false;                // Stop() asked
   std::set<std::string> faulty_nodes;  // nodes on_node_fault was called for
@@ -121,7 +137,7 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
   auto c = std::make_unique<Canary>();
   c->view.id = id;
   c->view.release_id = release_id;
-  c->view.state = "running";
+  c->view.state = CanaryState::kRunning;
   c->view.started_at = started_at;
   c->view.canary_hosts = std::move(canary_hosts);
   c->view.baseline_hosts = std::move(baseline_hosts);
@@ -164,14 +180,15 @@ Status CanaryManager::Persist(Canary& c, bool with_verdict) {
     store::VerdictRecord v;
     v.canary_id = c.view.id;
     v.at = r.last_tick.value_or(Seconds(clock_.NowMs()));
-    v.verdict = std::string(analysis::VerdictName(r.verdict));
+    v.verdict = std::string(vocab::Name(r.verdict));
     v.score = r.score;
     v.report = analysis::ReportToJson(r);
     for (const analysis::Cause& cause : r.causes) {
-      v.causes.push_back({cause.kind, cause.scope, cause.since, cause.summary});
+      v.causes.push_back({std::string(vocab::Name(cause.kind)),
+                          std::string(vocab::Name(cause.scope)), cause.since, cause.summary});
     }
     GC_RETURN_IF_ERROR(meta_.AddVerdict(v));
-    c.persisted_verdict = v.verdict;
+    c.persisted_verdict = r.verdict;
     c.persisted_causes = r.causes.size();
   }
   Json detail = {{"canary_hosts", c.view.canary_hosts},
@@ -179,7 +196,7 @@ Status CanaryManager::Persist(Canary& c, bool with_verdict) {
                  {"duration_s", options_.duration_s},
                  {"history_s", options_.history_s}};
   return meta_.PutCanary({c.view.id, c.view.release_id, c.view.started_at, c.view.ended_at,
-                          c.view.state, detail.dump()});
+                          std::string(vocab::Name(c.view.state)), detail.dump()});
 }
 
 Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
@@ -248,7 +265,7 @@ Status CanaryManager::Resume() {
       std::lock_guard<std::mutex> lock(mu_);
       if (canaries_.contains(r.id)) continue;
     }
-    if (r.state != "running") {
+    if (vocab::Parse<CanaryState>(r.state) != CanaryState::kRunning) {
       GC_RETURN_IF_ERROR(RestoreEnded(r));
       continue;
     }
@@ -261,7 +278,7 @@ Status CanaryManager::Resume() {
     if (!built) {
       Log("canary " + r.id + ": cannot resume (" + built.error().message() + "); aborted");
       store::CanaryRecord aborted = r;
-      aborted.state = "aborted";
+      aborted.state = std::string(vocab::Name(CanaryState::kAborted));
       aborted.ended_at = Seconds(clock_.NowMs());
       GC_RETURN_IF_ERROR(meta_.PutCanary(aborted));
       continue;
@@ -269,7 +286,7 @@ Status CanaryManager::Resume() {
     // The verdict last committed: replaying the same telemetry reaches it again
     // without adding a row for it.
     if (auto verdicts = meta_.Verdicts(r.id); verdicts && !verdicts->empty()) {
-      (*built)->persisted_verdict = verdicts->back().verdict;
+      (*built)->persisted_verdict = vocab::Parse<Verdict>(verdicts->back().verdict);
       (*built)->persisted_causes = verdicts->back().causes.size();
     }
     std::vector<std::string> all = canary;
@@ -286,10 +303,15 @@ Status CanaryManager::Resume() {
 // An ended canary as its record and its last verdict left it: served again
 // (state, hosts, the judge's last report), never judged again.
 Status CanaryManager::RestoreEnded(const store::CanaryRecord& r) {
+  const std::optional<CanaryState> state = vocab::Parse<CanaryState>(r.state);
+  if (!state) {
+    Log("canary " + r.id + ": unknown state '" + r.state + "' in its record; not restored");
+    return Status::Ok();
+  }
   auto c = std::make_unique<Canary>();
   c->view.id = r.id;
   c->view.release_id = r.release_id;
-  c->view.state = r.state;
+  c->view.state = *state;
   c->view.started_at = r.started_at;
   c->view.ended_at = r.ended_at;
   ReadHosts(r.detail, c->view.canary_hosts, c->view.baseline_hosts);
@@ -303,20 +325,21 @@ Status CanaryManager::RestoreEnded(const store::CanaryRecord& r) {
       // The verdict and its causes' words still show; the rest of the report is lost.
       Log("canary " + r.id + ": its last report does not read back (" + report.error().message() +
           ")");
-      c->view.report.verdict = last.verdict == "pass"   ? analysis::Verdict::kPass
-                               : last.verdict == "fail" ? analysis::Verdict::kFail
-                                                        : analysis::Verdict::kInconclusive;
+      c->view.report.verdict = vocab::Parse<Verdict>(last.verdict).value_or(Verdict::kInconclusive);
       c->view.report.score = last.score.value_or(0.0);
       for (const store::CauseRecord& cause : last.causes) {
+        const std::optional<vocab::CauseKind> kind = vocab::Parse<vocab::CauseKind>(cause.kind);
+        const std::optional<vocab::Scope> scope = vocab::Parse<vocab::Scope>(cause.scope);
+        if (!kind || !scope) continue;  // a newer version's word
         analysis::Cause& restored = c->view.report.causes.emplace_back();
-        restored.kind = cause.kind;
-        restored.scope = cause.scope;
+        restored.kind = *kind;
+        restored.scope = *scope;
         restored.since = cause.since.value_or(0.0);
-        restored.failing = cause.scope == "release";
+        restored.failing = *scope == vocab::Scope::kRelease;
         restored.summary = cause.summary;
       }
     }
-    c->persisted_verdict = last.verdict;
+    c->persisted_verdict = vocab::Parse<Verdict>(last.verdict);
     c->persisted_causes = last.causes.size();
   }
   if (c->view.report.last_tick) {
@@ -337,17 +360,20 @@ Status CanaryManager::Stop(std::string_view id, std::string_view reason) {
       return Status(StatusCode::kNotFound, "no canary " + std::string(id));
     }
     c = it->second.get();
-    if (c->view.state != "running") {
-      return Status(StatusCode::kFailedPrecondition,
-                    "canary " + std::string(id) + " has ended (" + c->view.state + ")");
+    if (c->view.state != CanaryState::kRunning) {
+      return Status(StatusCode::kFailedPrecondition, "canary " + std::string(id) + " has ended (" +
+                                                         std::string(vocab::Name(c->view.state)) +
+                                                         ")");
     }
     // A canary the judge has already passed keeps its verdict: the rollout
     // was promoted on it. Any other stop is an abort.
-    c->view.state = c->view.report.verdict == analysis::Verdict::kPass ? "passed" : "aborted";
+    c->view.state =
+        c->view.report.verdict == Verdict::kPass ? CanaryState::kPassed : CanaryState::kAborted;
     c->view.ended_at = Seconds(clock_.NowMs());
   }
   if (hooks_.clear_fast) hooks_.clear_fast(c->view.id);
-  Log("canary " + c->view.id + ": stopped (" + std::string(reason) + "), " + c->view.state);
+  Log("canary " + c->view.id + ": stopped (" + std::string(reason) + "), " +
+      std::string(vocab::Name(c->view.state)));
   return Persist(*c, false);
 }
 
@@ -364,7 +390,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
     if (!more) {
       Log("canary " + c.view.id + ": " + more.error().message() + "; aborted");
       std::lock_guard<std::mutex> lock(mu_);
-      c.view.state = "aborted";
+      c.view.state = CanaryState::kAborted;
       c.view.ended_at = Seconds(now_ms);
       c.view.report.notes.push_back("aborted: " + more.error().message());
       break;
@@ -373,7 +399,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
     c.judge->Add(c.tick, analysis::Catalog::Of(*c.replay));
     fed = true;
   }
-  if (c.view.state == "aborted") {
+  if (c.view.state == CanaryState::kAborted) {
     if (hooks_.clear_fast) hooks_.clear_fast(c.view.id);
     if (Status st = Persist(c, false); !st.ok()) Log("canary " + c.view.id + ": " + st.message());
     return;
@@ -381,20 +407,18 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   if (!fed && through < c.end_s) return;
   analysis::Report report = c.judge->Snapshot();
   bool ended = false;
-  std::string state = "running";
-  if (report.verdict == analysis::Verdict::kFail) {
-    state = "failed";
+  CanaryState state = CanaryState::kRunning;
+  if (report.verdict == Verdict::kFail) {
+    state = CanaryState::kFailed;
     ended = true;
   } else if (through >= c.end_s && c.sources.front()->eof()) {
     report = c.judge->Finish();
-    state = report.verdict == analysis::Verdict::kPass   ? "passed"
-            : report.verdict == analysis::Verdict::kFail ? "failed"
-                                                         : "inconclusive";
+    state = EndedWith(report.verdict);
     ended = true;
   }
   if (c.history) c.history->Annotate(report);
-  const bool changed = std::string(analysis::VerdictName(report.verdict)) != c.persisted_verdict ||
-                       report.causes.size() != c.persisted_causes || ended;
+  const bool changed =
+      report.verdict != c.persisted_verdict || report.causes.size() != c.persisted_causes || ended;
   {
     std::lock_guard<std::mutex> lock(mu_);
     c.view.report = std::move(report);
@@ -411,8 +435,8 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   NotifyNodeFaults(c);
   if (!ended) return;
   if (hooks_.clear_fast) hooks_.clear_fast(c.view.id);
-  Log("canary " + c.view.id + ": " + state);
-  if (state == "failed" && hooks_.on_fail) {
+  Log("canary " + c.view.id + ": " + std::string(vocab::Name(state)));
+  if (state == CanaryState::kFailed && hooks_.on_fail) {
     CanaryView view;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -425,7 +449,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
 void CanaryManager::NotifyNodeFaults(Canary& c) {
   std::vector<std::string> fresh;
   for (const analysis::Cause& cause : c.view.report.causes) {
-    if (cause.scope != "node") continue;
+    if (cause.scope != vocab::Scope::kNode) continue;
     for (const std::string& node : cause.nodes) {
       if (c.faulty_nodes.insert(node).second) fresh.push_back(node);
     }
@@ -448,7 +472,7 @@ void CanaryManager::Poll() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, c] : canaries_) {
-      if (c->view.state == "running") running.push_back(c.get());
+      if (c->view.state == CanaryState::kRunning) running.push_back(c.get());
     }
   }
   const std::int64_t now = clock_.NowMs();

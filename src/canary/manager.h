@@ -63,7 +63,7 @@ struct CanaryRequest {
 struct CanaryView {
   std::string id;
   std::string release_id;
-  std::string state;  // "running", "passed", "failed", "inconclusive", "aborted"
+  vocab::CanaryState state = vocab::CanaryState::kRunning;
   double started_at = 0;
   std::optional<double> ended_at;
   std::vector<std::string> canary_hosts;

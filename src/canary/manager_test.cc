@@ -111,11 +111,12 @@ TEST_F(CanaryManagerTest, APowerBrakeReleaseFailsLiveAndTheBreakerIsCalledOnce) 
   RunUntil(kStart + 140);
   view = manager_->Get(*id);
   ASSERT_TRUE(view.has_value());
-  EXPECT_EQ(view->state, "failed");
+  EXPECT_EQ(view->state, vocab::CanaryState::kFailed);
   ASSERT_EQ(failed_.size(), 1U);
   bool brake = false;
   for (const analysis::Cause& c : view->report.causes) {
-    brake = brake || (c.kind == "power_brake" && c.scope == "release");
+    brake = brake ||
+            (c.kind == vocab::CauseKind::kPowerBrake && c.scope == vocab::Scope::kRelease);
   }
   EXPECT_TRUE(brake) << analysis::ReportToJson(view->report);
   EXPECT_FALSE(fast_.contains("fp8-kernel"));  // fast scraping ends with the canary
@@ -144,17 +145,17 @@ TEST_F(CanaryManagerTest, ARestartMidCanaryResumesFromTheStore) {
                            .previous = "stable"})
                   .has_value());
   RunUntil(kStart + 26);  // running, nothing decided yet
-  EXPECT_EQ(manager_->Get("fp8-kernel")->state, "running");
+  EXPECT_EQ(manager_->Get("fp8-kernel")->state, vocab::CanaryState::kRunning);
   manager_.reset();  // the daemon dies
 
   NewManager();
   ASSERT_TRUE(manager_->Resume().ok());
   auto view = manager_->Get("fp8-kernel");
   ASSERT_TRUE(view.has_value());
-  EXPECT_EQ(view->state, "running");
+  EXPECT_EQ(view->state, vocab::CanaryState::kRunning);
   EXPECT_EQ(view->baseline_hosts, (std::vector<std::string>{"node-1", "node-2", "node-3"}));
   RunUntil(kStart + 140);
-  EXPECT_EQ(manager_->Get("fp8-kernel")->state, "failed");
+  EXPECT_EQ(manager_->Get("fp8-kernel")->state, vocab::CanaryState::kFailed);
   EXPECT_EQ(failed_.size(), 1U);
   // A second canary for the same release is refused, before and after.
   auto again = manager_->Start({.release_id = "fp8-kernel",
@@ -181,7 +182,7 @@ TEST_F(CanaryManagerTest, AnEndedCanaryIsStillThereAfterARestart) {
                   .has_value());
   RunUntil(kStart + 140);
   const CanaryView ended = *manager_->Get("fp8-kernel");
-  ASSERT_EQ(ended.state, "failed");
+  ASSERT_EQ(ended.state, vocab::CanaryState::kFailed);
   const std::size_t verdicts = meta_->Verdicts("fp8-kernel")->size();
   manager_.reset();
 
@@ -189,7 +190,7 @@ TEST_F(CanaryManagerTest, AnEndedCanaryIsStillThereAfterARestart) {
   ASSERT_TRUE(manager_->Resume().ok());
   auto view = manager_->Get("fp8-kernel");
   ASSERT_TRUE(view.has_value());
-  EXPECT_EQ(view->state, "failed");
+  EXPECT_EQ(view->state, vocab::CanaryState::kFailed);
   EXPECT_EQ(view->started_at, ended.started_at);
   EXPECT_EQ(view->ended_at, ended.ended_at);
   EXPECT_EQ(view->canary_hosts, ended.canary_hosts);
@@ -235,7 +236,7 @@ events:
   RunUntil(kStart + 90);
   auto view = manager_->Get("next");
   ASSERT_TRUE(view.has_value());
-  EXPECT_NE(view->state, "failed") << analysis::ReportToJson(view->report);
+  EXPECT_NE(view->state, vocab::CanaryState::kFailed) << analysis::ReportToJson(view->report);
   EXPECT_TRUE(failed_.empty());
   ASSERT_EQ(node_faults_.size(), 1U) << analysis::ReportToJson(view->report);
   EXPECT_EQ(node_faults_[0], (std::pair<std::string, std::string>{"next", "node-2"}));

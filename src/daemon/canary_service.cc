@@ -13,6 +13,7 @@
 #include "recording/openmetrics_text.h"
 #include "recording/recording_writer.h"
 #include "store/matcher.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -25,7 +26,7 @@ actions::Incident IncidentOf(const canary::CanaryView& view, const releases::Rel
     incident.release.service = release->service;
     incident.release.annotation_json = release->annotation;
   }
-  incident.verdict = std::string(analysis::VerdictName(view.report.verdict));
+  incident.verdict = view.report.verdict;
   incident.decided_at = view.report.decided_at.value_or(0.0);
   for (const analysis::Cause& c : view.report.causes) {
     actions::IncidentCause cause;
@@ -123,9 +124,10 @@ Status CanaryService::Start() {
     }
     const bool recent = c.ended_at.has_value() && now_s - *c.ended_at < 3600;
     std::set<std::string> fail_done(fail_order.begin(), fail_order.end());
-    if (c.state == "failed" && prefix && recent) {
+    const bool failed = vocab::Parse<vocab::CanaryState>(c.state) == vocab::CanaryState::kFailed;
+    if (failed && prefix && recent) {
       unfinished.emplace(c.id, std::move(fail_done));
-    } else if (!fail_order.empty() || c.state == "failed") {
+    } else if (!fail_order.empty() || failed) {
       acted.push_back(c.id);
     }
   }
@@ -206,25 +208,25 @@ void CanaryService::AppendMetrics(std::string& out, std::int64_t window_ms) cons
   for (canary::CanaryView& c : manager_->List()) {
     if (c.started_at >= since) canaries.push_back(std::move(c));
   }
+  // One series per word of the vocabulary (vocab::Words), 1 for the current.
   auto one_hot = [&](std::string_view family, std::string_view label, std::string_view help,
-                     std::initializer_list<std::string_view> values, auto current) {
+                     auto words, auto current) {
     recording::AppendFamilyHeader(out, family, "gauge", help);
     for (const canary::CanaryView& c : canaries) {
-      for (std::string_view v : values) {
+      for (const auto& w : words) {
         out += family;
-        out += CanaryLabels(c, {{label, v}});
-        out += v == current(c) ? " 1\n" : " 0\n";
+        out += CanaryLabels(c, {{label, w.name}});
+        out += w.value == current(c) ? " 1\n" : " 0\n";
       }
     }
   };
   one_hot("gpucanary_canary_state", "state",
           "A live canary's state (1 for the current one), for canaries started within "
           "releases.info_window.",
-          {"running", "passed", "failed", "inconclusive", "aborted"},
-          [](const canary::CanaryView& c) { return std::string_view(c.state); });
+          vocab::Words<vocab::CanaryState>(), [](const canary::CanaryView& c) { return c.state; });
   one_hot("gpucanary_canary_verdict", "verdict", "The judge's verdict now (1 for the current one).",
-          {"pass", "fail", "inconclusive"},
-          [](const canary::CanaryView& c) { return analysis::VerdictName(c.report.verdict); });
+          vocab::Words<vocab::Verdict>(),
+          [](const canary::CanaryView& c) { return c.report.verdict; });
   recording::AppendFamilyHeader(out, "gpucanary_canary_score", "gauge",
                                 "-log10 of the error rate at which the verdict holds (0: none).");
   for (const canary::CanaryView& c : canaries) {
@@ -249,7 +251,9 @@ void CanaryService::AppendMetrics(std::string& out, std::int64_t window_ms) cons
       if (nodes.empty()) nodes.emplace_back();
       for (const std::string& node : nodes) {
         out += "gpucanary_canary_cause" +
-               CanaryLabels(c, {{"kind", cause.kind}, {"scope", cause.scope}, {"node", node}}) +
+               CanaryLabels(c, {{"kind", vocab::Name(cause.kind)},
+                                {"scope", vocab::Name(cause.scope)},
+                                {"node", node}}) +
                " 1\n";
       }
     }
@@ -285,7 +289,7 @@ actions::Incident CanaryService::FailIncident(const canary::CanaryView& view) co
 void CanaryService::OnFail(const canary::CanaryView& view) {
   actions::Incident incident = FailIncident(view);
   for (const actions::IncidentCause& c : incident.causes) {
-    if (c.scope == "release") {
+    if (c.scope == vocab::Scope::kRelease) {
       gate_.SetRollback(view.id, c.summary);
       break;
     }
@@ -303,7 +307,7 @@ void CanaryService::OnNodeFault(const canary::CanaryView& view, const std::strin
   actions::Incident incident = FailIncident(view);
   incident.part = "node:" + node;
   std::erase_if(incident.causes, [&](const actions::IncidentCause& c) {
-    if (c.scope != "node") return true;
+    if (c.scope != vocab::Scope::kNode) return true;
     if (c.node == node) return false;
     return std::none_of(c.gpus.begin(), c.gpus.end(),
                         [&](const std::string& g) { return g.rfind(node + "/", 0) == 0; });

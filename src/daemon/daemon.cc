@@ -14,6 +14,7 @@
 #include "daemon/correlate_api.h"
 #include "daemon/query_api.h"
 #include "daemon/release_api.h"
+#include "daemon/vocabulary_api.h"
 #include "dashboard/dashboard.h"
 #include "net/http_server.h"
 #include "nvml/source.h"
@@ -63,6 +64,7 @@ class Daemon::Impl {
   std::unique_ptr<store::MetaDb> meta_;
   std::unique_ptr<QueryApi> query_;
   std::unique_ptr<CorrelateApi> correlate_;
+  VocabularyApi vocabulary_;
   std::unique_ptr<BearerAuth> auth_;
   std::unique_ptr<ReleaseApi> releases_;
   std::unique_ptr<remote::Receiver> receiver_;
@@ -182,6 +184,7 @@ void Daemon::Impl::Handle(const net::HttpRequest& request, net::HttpResponse& re
   if (canaries_->Handle(request, response)) return;
   if (query_->Handle(request, response)) return;
   if (correlate_->Handle(request, response)) return;
+  if (vocabulary_.Handle(request, response)) return;
   if (dashboard::Handle(request, response)) return;
   const std::string& path = request.path;
   if (path == "/api/v1/write") {

@@ -15,6 +15,7 @@
 #include "analysis/replay/replay.h"
 #include "core/time_format.h"
 #include "dashboard/dashboard.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::report {
 namespace {
@@ -416,7 +417,10 @@ Result<std::string> RenderHtmlReport(const fs::path& dir, HtmlReportStats* stats
     return Error(StatusCode::kInternal, "uPlot is not built into this binary");
   }
 
-  const std::string verdict = Str(incident, "verdict").empty() ? "fail" : Str(incident, "verdict");
+  // A bundle is written for a fail; its words are shown as the bundle has them.
+  const std::string verdict = Str(incident, "verdict").empty()
+                                  ? std::string(vocab::Name(vocab::Verdict::kFail))
+                                  : Str(incident, "verdict");
   std::string html = HeadHtml(incident, Str(release, "id"), verdict, decided_at, uplot_css->body);
   html += "<h2>Causes</h2>\n" + CausesHtml(incident);
   html += "<h2>Release</h2>\n<table>\n" + ReleaseRows(annotation);

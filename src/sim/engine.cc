@@ -26,10 +26,6 @@ std::int64_t SecondsToMs(double s) { return static_cast<std::int64_t>(std::llrou
 
 }  // namespace
 
-std::string_view CauseKindName(FaultKind kind) {
-  return kind == FaultKind::kThermal ? "thermal_throttle" : FaultKindName(kind);
-}
-
 Engine::Engine(const Scenario& scenario, const EngineOptions& options)
     : scenario_(scenario),
       options_(options),

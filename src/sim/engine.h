@@ -52,13 +52,12 @@ struct TruthRecord {
   Type type = kFault;
   std::int64_t since_ms = 0;
   std::optional<std::int64_t> until_ms;  // unset: still in force at the end
-  // kFault: the cause kind (DESIGN.md §6 vocabulary: thermal_throttle,
-  // power_brake, ...), its scope ("release" when a release's kernel profile
-  // causes it, "node" for an injected hardware fault), the release that
-  // causes it (scope release) or ran there (scope node), the source
-  // ("scenario", "api" or "release"), and the params in force.
-  std::string kind;
-  std::string scope;
+  // kFault: the cause kind (docs/contracts.md §6), its scope (release when a
+  // release's kernel profile causes it, node for an injected hardware fault),
+  // the release that causes it (scope release) or ran there (scope node), the
+  // source ("scenario", "api" or "release"), and the params in force.
+  vocab::CauseKind kind{};
+  vocab::Scope scope{};
   std::string release;
   std::string source;
   std::string node;
@@ -84,9 +83,6 @@ struct ReleaseAnnotation {
   std::string previous;
   std::string model;
 };
-
-// The DESIGN.md §6 cause kind for a fault kind ("thermal" -> "thermal_throttle").
-std::string_view CauseKindName(FaultKind kind);
 
 struct EngineOptions {
   std::int64_t start_ms = 1764680000000;  // simulated wall-clock time of t = 0
@@ -122,14 +118,15 @@ class Engine {
   // kInvalidArgument for a negative or non-finite rate.
   Status SetFleetRate(double rps);
   // Injects a fault on `gpus` ("all", "0-3", ...) of each node; returns the
-  // ids of the faults created, one per node. `scope` "node" is a hardware
-  // fault; "release" records it as the effect of the release running there
-  // (truth scope "release"), for release effects no kernel profile models.
+  // ids of the faults created, one per node. `scope` node is a hardware
+  // fault; release records it as the effect of the release running there
+  // (truth scope release), for release effects no kernel profile models;
+  // another scope is kInvalidArgument.
   Result<std::vector<int>> InjectFault(FaultKind kind, const std::vector<std::string>& nodes,
                                        const std::string& gpus,
                                        const std::map<std::string, double>& params,
                                        const std::string& source = "api",
-                                       const std::string& scope = "node");
+                                       vocab::Scope scope = vocab::Scope::kNode);
   // Clears injected faults of `kind` on those GPUs (a fault covering other
   // GPUs too keeps them). Returns how many GPU-faults were cleared.
   Result<int> ClearFaults(FaultKind kind, const std::vector<std::string>& nodes,

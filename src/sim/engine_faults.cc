@@ -24,23 +24,24 @@ double Param(const std::map<std::string, double>& params, const char* name, doub
   return it == params.end() ? fallback : it->second;
 }
 
-// The causes a release's kernel profile brings with it (scope "release") on
+// The causes a release's kernel profile brings with it (scope release) on
 // GPUs of `profile`.
-std::vector<std::string> ReleaseCauses(const ReleaseSpec& r, const GpuProfile& profile) {
-  std::vector<std::string> out;
+std::vector<vocab::CauseKind> ReleaseCauses(const ReleaseSpec& r, const GpuProfile& profile) {
+  using vocab::CauseKind;
+  std::vector<CauseKind> out;
   if (r.power_spikiness >= kBrakeSpikiness) {
-    out.emplace_back("power_brake");
+    out.push_back(CauseKind::kPowerBrake);
   } else if (r.power_spikiness > 1) {
-    out.emplace_back("power_cap");
+    out.push_back(CauseKind::kPowerCap);
   }
-  if (r.dram_thrash > 1) out.emplace_back("memory_thrash");
-  if (r.occupancy_factor < 1) out.emplace_back("low_occupancy");
-  if (r.xid > 0 && r.xid_per_s > 0) out.emplace_back("xid_errors");
+  if (r.dram_thrash > 1) out.push_back(CauseKind::kMemoryThrash);
+  if (r.occupancy_factor < 1) out.push_back(CauseKind::kLowOccupancy);
+  if (r.xid > 0 && r.xid_per_s > 0) out.push_back(CauseKind::kXidErrors);
   if ((r.pcie_gen > 0 && r.pcie_gen < profile.pcie_max_gen) ||
       (r.pcie_width > 0 && r.pcie_width < profile.pcie_max_width)) {
-    out.emplace_back("pcie_downtrain");
+    out.push_back(CauseKind::kPcieDowntrain);
   }
-  if (r.slowdown > 1) out.emplace_back("software_regression");
+  if (r.slowdown > 1) out.push_back(CauseKind::kSoftwareRegression);
   return out;
 }
 
@@ -123,10 +124,10 @@ void Engine::ComputeFaults() {
 Result<std::vector<int>> Engine::InjectFault(FaultKind kind, const std::vector<std::string>& nodes,
                                              const std::string& gpus,
                                              const std::map<std::string, double>& params,
-                                             const std::string& source, const std::string& scope) {
-  if (scope != "node" && scope != "release") {
+                                             const std::string& source, vocab::Scope scope) {
+  if (scope != vocab::Scope::kNode && scope != vocab::Scope::kRelease) {
     return Error(StatusCode::kInvalidArgument,
-                 "scope must be node or release, not '" + scope + "'");
+                 "scope must be node or release, not '" + std::string(vocab::Name(scope)) + "'");
   }
   Result<std::vector<std::size_t>> targets = ResolveNodes(nodes);
   if (!targets) return Error(targets.error());
@@ -160,7 +161,7 @@ Result<std::vector<int>> Engine::InjectFault(FaultKind kind, const std::vector<s
     TruthRecord r;
     r.type = TruthRecord::kFault;
     r.since_ms = now_ms();
-    r.kind = std::string(CauseKindName(kind));
+    r.kind = CauseKindOf(kind);
     r.scope = scope;
     r.release = nodes_[i].release;
     r.source = source;
@@ -247,12 +248,12 @@ void Engine::UpdateReleaseTruth(std::size_t node, const std::string& old_release
   const ReleaseSpec& spec = scenario_.releases.at(new_release);
   std::vector<int> all(nodes_[node].gpu_faults.size());
   for (std::size_t g = 0; g < all.size(); ++g) all[g] = static_cast<int>(g);
-  for (std::string& kind : ReleaseCauses(spec, *fleet_.nodes()[node].profile)) {
+  for (vocab::CauseKind kind : ReleaseCauses(spec, *fleet_.nodes()[node].profile)) {
     TruthRecord r;
     r.type = TruthRecord::kFault;
     r.since_ms = now_ms();
-    r.kind = std::move(kind);
-    r.scope = "release";
+    r.kind = kind;
+    r.scope = vocab::Scope::kRelease;
     r.release = new_release;
     r.source = "release";
     r.node = host;

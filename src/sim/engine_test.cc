@@ -127,9 +127,9 @@ TEST(EngineTest, ASpikyReleaseTripsThePowerBrakeOnlyWhereItRuns) {
   EXPECT_EQ(e.fleet().nodes()[0].gpus[3].model.clock_event_reasons() & 0x80, 0U);
   bool truth_found = false;
   for (const TruthRecord& r : e.Truth()) {
-    if (r.type == TruthRecord::kFault && r.kind == "power_brake") {
+    if (r.type == TruthRecord::kFault && r.kind == vocab::CauseKind::kPowerBrake) {
       truth_found = true;
-      EXPECT_EQ(r.scope, "release");
+      EXPECT_EQ(r.scope, vocab::Scope::kRelease);
       EXPECT_EQ(r.release, "spiky");
       EXPECT_EQ(r.node, "node-2");
       EXPECT_EQ(r.gpus.size(), 8U);
@@ -186,8 +186,8 @@ TEST(EngineTest, InjectedFaultsAreNodeScopedAndClearable) {
   for (const TruthRecord& r : e.Truth()) {
     if (r.type != TruthRecord::kFault) continue;
     ++intervals;
-    EXPECT_EQ(r.kind, "pcie_downtrain");
-    EXPECT_EQ(r.scope, "node");
+    EXPECT_EQ(r.kind, vocab::CauseKind::kPcieDowntrain);
+    EXPECT_EQ(r.scope, vocab::Scope::kNode);
     EXPECT_EQ(r.release, "stable");
     EXPECT_TRUE(r.until_ms.has_value());
   }
@@ -241,20 +241,21 @@ events:
   for (const TruthRecord& r : e.Truth()) {
     if (r.type != TruthRecord::kFault) continue;
     EXPECT_EQ(r.node, "node-2");
-    EXPECT_EQ(r.scope, "release");
+    EXPECT_EQ(r.scope, vocab::Scope::kRelease);
     EXPECT_EQ(r.release, "gen4");
     EXPECT_FALSE(r.until_ms.has_value());
-    if (r.kind == "pcie_downtrain") {
+    if (r.kind == vocab::CauseKind::kPcieDowntrain) {
       EXPECT_EQ(r.source, "release");
       EXPECT_EQ(r.since_ms, e.Truth().front().since_ms + 20000);  // serving after the restart
       ++seen;
-    } else if (r.kind == "hw_slowdown") {
+    } else if (r.kind == vocab::CauseKind::kHwSlowdown) {
       EXPECT_EQ(r.source, "scenario");
       ++seen;
     }
   }
   EXPECT_EQ(seen, 2);
-  EXPECT_FALSE(e.InjectFault(FaultKind::kThermal, {"node-1"}, "all", {}, "api", "fleet"));
+  EXPECT_FALSE(
+      e.InjectFault(FaultKind::kThermal, {"node-1"}, "all", {}, "api", vocab::Scope::kFleet));
 }
 
 TEST(EngineTest, XidSeventyNineLosesTheGpuAndTheNodeStopsServing) {

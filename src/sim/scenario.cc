@@ -55,7 +55,9 @@ constexpr std::string_view kEventKeys[] = {"at",      "deploy", "fault", "clear_
                                            "gpus",    "params", "scope"};
 constexpr std::string_view kEventActions[] = {"deploy",  "fault",  "clear_fault",
                                               "traffic", "cordon", "rps"};
-constexpr std::string_view kFaultScopes[] = {"node", "release"};
+// The scopes a fault event takes (not the correlation's fleet).
+constexpr std::string_view kFaultScopes[] = {vocab::Name(vocab::Scope::kNode),
+                                             vocab::Name(vocab::Scope::kRelease)};
 constexpr std::string_view kKernelProfiles[] = {"baseline"};
 constexpr std::string_view kDefaultDriver = "580.105.08";
 constexpr int kMaxGpusPerNode = 64;
@@ -384,7 +386,7 @@ class ScenarioParser {
                   "unknown scope (valid: " + JoinNames(kFaultScopes) + ")")
             .value();
       }
-      event.scope = scope->Scalar();
+      event.scope = *vocab::Parse<vocab::Scope>(scope->Scalar());
     }
     s_->events.push_back(std::move(event));
     return Status::Ok();
@@ -500,6 +502,32 @@ class ScenarioParser {
 
 std::string_view FaultKindName(FaultKind kind) {
   return kFaultNames[static_cast<std::size_t>(kind)];
+}
+
+vocab::CauseKind CauseKindOf(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kThermal:
+      return vocab::CauseKind::kThermalThrottle;
+    case FaultKind::kPowerBrake:
+      return vocab::CauseKind::kPowerBrake;
+    case FaultKind::kPowerCap:
+      return vocab::CauseKind::kPowerCap;
+    case FaultKind::kHwSlowdown:
+      return vocab::CauseKind::kHwSlowdown;
+    case FaultKind::kPcieDowntrain:
+      return vocab::CauseKind::kPcieDowntrain;
+    case FaultKind::kPcieErrors:
+      return vocab::CauseKind::kPcieErrors;
+    case FaultKind::kMemoryThrash:
+      return vocab::CauseKind::kMemoryThrash;
+    case FaultKind::kLowOccupancy:
+      return vocab::CauseKind::kLowOccupancy;
+    case FaultKind::kXidErrors:
+      return vocab::CauseKind::kXidErrors;
+    case FaultKind::kEccErrors:
+      return vocab::CauseKind::kEccErrors;
+  }
+  return vocab::CauseKind::kThermalThrottle;
 }
 
 bool FaultKindFromName(std::string_view name, FaultKind* kind) {

@@ -39,6 +39,7 @@
 #include "core/status.h"
 #include "sim/gpu_model.h"
 #include "sim/gpu_profile.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::sim {
 
@@ -95,6 +96,9 @@ enum class FaultKind : std::uint8_t {
 // unknown name. FaultParamNames lists the `params:` keys a kind accepts.
 std::string_view FaultKindName(FaultKind kind);
 bool FaultKindFromName(std::string_view name, FaultKind* kind);
+// The cause kind a fault shows as (docs/contracts.md §6): thermal is
+// thermal_throttle, the others their namesakes.
+vocab::CauseKind CauseKindOf(FaultKind kind);
 std::span<const std::string_view> FaultParamNames(FaultKind kind);
 
 // One entry of `events:`; exactly one of deploy / fault / clear_fault /
@@ -114,11 +118,11 @@ struct ScenarioEvent {
   std::string release;             // kDeploy
   std::vector<std::string> nodes;  // hostnames; "all" (or a pattern) is expanded at parse time
   std::string gpus = "all";        // kFault / kClearFault: "all", "0-3", "0,2,5-7"
-  FaultKind fault = FaultKind::kThermal;  // kFault / kClearFault
-  std::map<std::string, double> params;   // kFault: kind-specific numbers
-  std::map<std::string, double> weights;  // kTraffic: release -> share; empty: even per node
-  std::string scope = "node";             // kFault: "node" or "release"
-  double rps = 0;                         // kRps: the new mean fleet rate, requests/s
+  FaultKind fault = FaultKind::kThermal;     // kFault / kClearFault
+  std::map<std::string, double> params;      // kFault: kind-specific numbers
+  std::map<std::string, double> weights;     // kTraffic: release -> share; empty: even per node
+  vocab::Scope scope = vocab::Scope::kNode;  // kFault: node or release
+  double rps = 0;                            // kRps: the new mean fleet rate, requests/s
 };
 
 struct Scenario {

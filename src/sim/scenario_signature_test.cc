@@ -129,7 +129,7 @@ class ScenarioRun {
   std::vector<TruthRecord> Faults(const std::string& kind) const {
     std::vector<TruthRecord> out;
     for (const TruthRecord& r : truth_) {
-      if (r.type == TruthRecord::kFault && r.kind == kind) out.push_back(r);
+      if (r.type == TruthRecord::kFault && vocab::Name(r.kind) == kind) out.push_back(r);
     }
     return out;
   }
@@ -172,7 +172,7 @@ TEST(ScenarioSignatureTest, PowerBrakeReleaseHoldsTheCanaryAtTheBrakeFloor) {
   EXPECT_EQ(run.ReasonShare(0x80, kNode4, kAll, 0, 60), 0);  // not before the release
   const std::vector<TruthRecord> truth = run.Faults("power_brake");
   ASSERT_EQ(truth.size(), 1U);
-  EXPECT_EQ(truth[0].scope, "release");
+  EXPECT_EQ(truth[0].scope, vocab::Scope::kRelease);
   EXPECT_EQ(truth[0].release, "fp8-kernel");
   EXPECT_EQ(truth[0].node, "node-4");
 }
@@ -186,7 +186,7 @@ TEST(ScenarioSignatureTest, BadNodePowerBrakeHitsOnlyThatNodesGpus) {
   EXPECT_NEAR(run.Mean(dcgm::ExporterField::kSmClock, kNode4, kAll, 100, 600), 1980, 40);
   const std::vector<TruthRecord> truth = run.Faults("power_brake");
   ASSERT_EQ(truth.size(), 1U);
-  EXPECT_EQ(truth[0].scope, "node");
+  EXPECT_EQ(truth[0].scope, vocab::Scope::kNode);
   EXPECT_EQ(truth[0].node, "node-6");
   EXPECT_EQ(truth[0].gpus, (std::vector<int>{0, 1, 2, 3}));
 }
@@ -210,7 +210,7 @@ TEST(ScenarioSignatureTest, PowerHungryReleaseRunsIntoThePowerCap) {
   EXPECT_LT(run.Mean(dcgm::ExporterField::kSmClock, kNode4, kAll, 120, 600), 1900);
   const std::vector<TruthRecord> truth = run.Faults("power_cap");
   ASSERT_EQ(truth.size(), 1U);
-  EXPECT_EQ(truth[0].scope, "release");
+  EXPECT_EQ(truth[0].scope, vocab::Scope::kRelease);
 }
 
 TEST(ScenarioSignatureTest, HwSlowdownHalvesTheClockWithReason0x8Alone) {
@@ -274,8 +274,8 @@ TEST(ScenarioSignatureTest, XidFloodAndAGpuFallingOffTheBus) {
   EXPECT_EQ(run.TokensPerSecond(kNode8, 220, 300), 0);
   const std::vector<TruthRecord> truth = run.Faults("xid_errors");
   ASSERT_EQ(truth.size(), 2U);
-  EXPECT_EQ(truth[0].scope, "release");
-  EXPECT_EQ(truth[1].scope, "node");
+  EXPECT_EQ(truth[0].scope, vocab::Scope::kRelease);
+  EXPECT_EQ(truth[1].scope, vocab::Scope::kNode);
 }
 
 TEST(ScenarioSignatureTest, EccErrorsClimbOnOneA100) {

@@ -290,8 +290,8 @@ events:
   EXPECT_EQ(s->events[1].kind, ScenarioEvent::kRps);
   EXPECT_DOUBLE_EQ(s->events[1].rps, 120);
   EXPECT_DOUBLE_EQ(s->events[2].rps, 0.5);
-  EXPECT_EQ(s->events[3].scope, "release");
-  EXPECT_EQ(s->events[4].scope, "node");
+  EXPECT_EQ(s->events[3].scope, vocab::Scope::kRelease);
+  EXPECT_EQ(s->events[4].scope, vocab::Scope::kNode);
 }
 
 TEST(ScenarioTest, TrafficEvenDropsTheWeights) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/engine.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::sim {
 namespace {
@@ -33,8 +34,8 @@ nlohmann::ordered_json ToJson(const TruthRecord& r) {
   j["type"] = TypeName(r.type);
   switch (r.type) {
     case TruthRecord::kFault: {
-      j["kind"] = r.kind;
-      j["scope"] = r.scope;
+      j["kind"] = vocab::Name(r.kind);
+      j["scope"] = vocab::Name(r.scope);
       j["release"] = r.release;
       j["source"] = r.source;
       j["node"] = r.node;

@@ -57,25 +57,28 @@ double Change(const Evidence* e) {
 
 }  // namespace
 
-std::string ClassifyMetricFailure(std::string_view metric, bool gpu_metric, const Signature& s) {
-  if (metric.find("ECC") != std::string_view::npos) return "ecc_errors";
-  if (metric.find("REPLAY") != std::string_view::npos) return "pcie_errors";
-  if (metric.find("XID") != std::string_view::npos) return "xid_errors";
-  if (metric.find("PCIE") != std::string_view::npos) return "pcie_downtrain";
+vocab::CauseKind ClassifyMetricFailure(std::string_view metric, bool gpu_metric,
+                                       const Signature& s) {
+  using vocab::CauseKind;
+  if (metric.find("ECC") != std::string_view::npos) return CauseKind::kEccErrors;
+  if (metric.find("REPLAY") != std::string_view::npos) return CauseKind::kPcieErrors;
+  if (metric.find("XID") != std::string_view::npos) return CauseKind::kXidErrors;
+  if (metric.find("PCIE") != std::string_view::npos) return CauseKind::kPcieDowntrain;
   // Memory thrash: DRAM activity grows much faster than the compute it
   // feeds (a slower service alone raises both alike).
   if (Above(s.dram, 0.10) && !std::isnan(s.tensor) && (1 + s.dram) / (1 + s.tensor) > 1.2) {
-    return "memory_thrash";
+    return CauseKind::kMemoryThrash;
   }
   // Low occupancy: fewer resident warps while the SMs stay as busy (or
   // busier, as the kernels run longer).
-  if (Below(s.occupancy, 0.15) && !Below(s.sm_active, 0.10)) return "low_occupancy";
-  if (metric.find("OCCUPANCY") != std::string_view::npos) return "low_occupancy";
+  if (Below(s.occupancy, 0.15) && !Below(s.sm_active, 0.10)) return CauseKind::kLowOccupancy;
+  if (metric.find("OCCUPANCY") != std::string_view::npos) return CauseKind::kLowOccupancy;
   // Slower clocks with no harmful reason the rules saw: the power cap.
-  if (Below(s.sm_clock, 0.03)) return s.power_capped ? "power_cap" : "hw_slowdown";
-  if (gpu_metric && metric.find("CLOCK") != std::string_view::npos) return "hw_slowdown";
+  if (Below(s.sm_clock, 0.03))
+    return s.power_capped ? CauseKind::kPowerCap : CauseKind::kHwSlowdown;
+  if (gpu_metric && metric.find("CLOCK") != std::string_view::npos) return CauseKind::kHwSlowdown;
   // The service got slower, the hardware did not: software.
-  return "software_regression";
+  return CauseKind::kSoftwareRegression;
 }
 
 std::string DescribeGpus(const std::vector<std::string>& gpus) {
@@ -125,36 +128,37 @@ std::string DescribeGpus(const std::vector<std::string>& gpus) {
 }
 
 std::string SummarizeCause(const Cause& c, std::string_view detail, double seconds) {
+  using vocab::CauseKind;
   const std::string where = DescribeGpus(c.gpus);
   char held[64] = "";
   if (seconds > 0) std::snprintf(held, sizeof held, " for %.0f s", seconds);
   const Evidence* clock = Find(c, "DCGM_FI_DEV_SM_CLOCK");
   std::string s;
-  if (c.kind == "power_brake") {
+  if (c.kind == CauseKind::kPowerBrake) {
     s = "HW power brake (" + std::string(detail) + ") held SM clock at " + Versus(clock, "MHz") +
         " on " + where + held;
-  } else if (c.kind == "thermal_throttle") {
+  } else if (c.kind == CauseKind::kThermalThrottle) {
     s = "Thermal throttling (" + std::string(detail) + ") at " +
         Versus(Find(c, "DCGM_FI_DEV_GPU_TEMP"), "C") + " cut SM clock to " + Versus(clock, "MHz") +
         " on " + where + held;
-  } else if (c.kind == "hw_slowdown") {
+  } else if (c.kind == CauseKind::kHwSlowdown) {
     s = "HW slowdown (" + std::string(detail) + ") held SM clock at " + Versus(clock, "MHz") +
         " on " + where + held;
-  } else if (c.kind == "power_cap") {
+  } else if (c.kind == CauseKind::kPowerCap) {
     s = "SW power cap held power at " + Versus(Find(c, "DCGM_FI_DEV_POWER_USAGE"), "W");
     if (const Evidence* lim = Find(c, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT")) {
       s += " against a " + Number(lim->canary) + " W limit";
     }
     if (clock != nullptr) s += " and SM clock at " + Versus(clock, "MHz");
     s += " on " + where + held;
-  } else if (c.kind == "pcie_downtrain") {
+  } else if (c.kind == CauseKind::kPcieDowntrain) {
     s = "PCIe link trained at " + std::string(detail) + " on " + where;
     if (const Evidence* rx = Find(c, "DCGM_FI_PROF_PCIE_RX_BYTES")) {
       s += "; PCIe RX " + Versus(rx, "B/s");
     }
-  } else if (c.kind == "xid_errors") {
+  } else if (c.kind == CauseKind::kXidErrors) {
     s = std::string(detail) + " on " + where;
-  } else if (c.kind == "ecc_errors") {
+  } else if (c.kind == CauseKind::kEccErrors) {
     s = (detail.empty() ? std::string("ECC errors") : std::string(detail)) + " on " + where;
   } else {
     // Metric findings: the failing metric first, then the signature.
@@ -172,17 +176,17 @@ std::string SummarizeCause(const Cause& c, std::string_view detail, double secon
              (std::fabs(x) < 0.02 ? " unchanged" : (x < 0 ? " -" : " +") + Percent(x));
     }
     if (!sig.empty()) s += " (" + sig + ")";
-    if (c.kind == "software_regression") {
+    if (c.kind == CauseKind::kSoftwareRegression) {
       s += ": the service is slower with clocks, throttling, PCIe and DRAM efficiency unchanged";
-    } else if (c.kind == "memory_thrash") {
+    } else if (c.kind == CauseKind::kMemoryThrash) {
       s += ": DRAM busier for less useful work (memory thrash)";
-    } else if (c.kind == "low_occupancy") {
+    } else if (c.kind == CauseKind::kLowOccupancy) {
       s += ": kernels keep fewer warps resident (low occupancy)";
     } else {
-      s += ": " + c.kind;
+      s += ": " + std::string(vocab::Name(c.kind));
     }
   }
-  if (c.scope == "node") {
+  if (c.scope == vocab::Scope::kNode) {
     s += ". Node fault";
     if (!detail.empty() && detail.find("already before") != std::string_view::npos) {
       s += " (already there before the release)";

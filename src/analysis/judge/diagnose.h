@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/judge/judge.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis {
 
@@ -26,8 +27,8 @@ struct Signature {
 
 // The cause a failing metric points to. `metric` is its name; `gpu_metric`
 // whether it is a DCGM field (else a service metric).
-std::string ClassifyMetricFailure(std::string_view metric, bool gpu_metric,
-                                  const Signature& signature);
+vocab::CauseKind ClassifyMetricFailure(std::string_view metric, bool gpu_metric,
+                                       const Signature& signature);
 
 // "node-4/0-7", "node-2/0-3, node-5/0-3", "3 GPUs on node-6" ...: a short
 // description of a set of GPU keys ("host/index"), sorted.

@@ -16,6 +16,7 @@
 #include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 #include "analysis/stats/confidence_sequence.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis::judge_internal {
 
@@ -138,11 +139,26 @@ struct Timeline {
   bool BeforeRelease(std::int64_t t) const { return release_start && t < *release_start; }
 };
 
+// Where a finding stands: a scope (vocab::Scope's release or node), or not
+// yet known. The two states in between never leave the judge: a report
+// shows them as node (ReportedScope), and the end of the data settles them.
+enum class FindingScope : std::uint8_t {
+  kRelease,
+  kNode,
+  kPending,    // a minority of the node's GPUs show it: its siblings decide
+  kSwitching,  // the node's switch to the release is not known yet
+};
+
+// The scope a report gives a finding.
+inline vocab::Scope ReportedScope(FindingScope scope) {
+  return scope == FindingScope::kRelease ? vocab::Scope::kRelease : vocab::Scope::kNode;
+}
+
 // Something the judge found: a rule hit or a metric worse than its margin,
 // with the mechanism it points to and its scope.
 struct MetricFinding {
-  std::string kind;
-  std::string scope;       // "release" or "node"
+  vocab::CauseKind kind{};
+  FindingScope scope = FindingScope::kNode;
   std::string origin;      // "rule:throttle", "metric:NAME", "count:NAME"
   std::vector<int> units;  // GPU indices (unit_is_gpu) or node indices
   bool unit_is_gpu = true;

@@ -23,18 +23,6 @@ namespace gpucanary::analysis {
 
 namespace ji = judge_internal;
 
-std::string_view VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kPass:
-      return "pass";
-    case Verdict::kFail:
-      return "fail";
-    case Verdict::kInconclusive:
-      return "inconclusive";
-  }
-  return "inconclusive";
-}
-
 std::vector<std::string> JudgeInputNames(const Policy& policy) {
   std::set<std::string> names(ji::kGpuSlotNames.begin(), ji::kGpuSlotNames.end());
   names.emplace(ji::kTokensMetric);

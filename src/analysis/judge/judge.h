@@ -26,6 +26,7 @@
 
 #include "analysis/policy/policy.h"
 #include "analysis/replay/replay.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis {
 
@@ -49,8 +50,10 @@ struct JudgeOptions {
   std::optional<std::int64_t> release_start_s;
 };
 
-enum class Verdict : std::uint8_t { kPass, kFail, kInconclusive };
-std::string_view VerdictName(Verdict verdict);  // "pass", "fail", "inconclusive"
+// The verdict is the vocabulary's (vocab/vocab.h); VerdictName is its wire
+// name, vocab::Name.
+using vocab::Verdict;
+inline std::string_view VerdictName(Verdict verdict) { return vocab::Name(verdict); }
 
 struct Evidence {
   std::string metric;     // a telemetry name, or a derived one ("tokens_per_dram_active_s")
@@ -60,8 +63,8 @@ struct Evidence {
 };
 
 struct Cause {
-  std::string kind;                // DESIGN.md §6 vocabulary
-  std::string scope;               // "release" or "node"
+  vocab::CauseKind kind{};         // docs/contracts.md §6
+  vocab::Scope scope{};            // release or node
   std::vector<std::string> gpus;   // "node-4/0", sorted
   std::vector<std::string> nodes;  // the nodes the GPUs sit on (to isolate, for scope node)
   double since = 0.0;              // Unix seconds: when the cause began (first affected tick)

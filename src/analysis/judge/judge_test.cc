@@ -74,8 +74,9 @@ JudgeRun JudgeScenario(const std::string& name, const std::vector<std::string>& 
                 r.decided_at ? *r.decided_at - static_cast<double>(run.release_start) : -1.0,
                 r.score);
     for (const Cause& c : r.causes) {
-      std::printf("  cause %s/%s failing=%d since %+.0f decided %+.0f: %s\n", c.kind.c_str(),
-                  c.scope.c_str(), c.failing ? 1 : 0,
+      std::printf("  cause %s/%s failing=%d since %+.0f decided %+.0f: %s\n",
+                  std::string(vocab::Name(c.kind)).c_str(),
+                  std::string(vocab::Name(c.scope)).c_str(), c.failing ? 1 : 0,
                   c.since - static_cast<double>(run.release_start),
                   c.decided_at - static_cast<double>(run.release_start), c.summary.c_str());
     }
@@ -91,7 +92,7 @@ JudgeRun JudgeScenario(const std::string& name, const std::vector<std::string>& 
 
 const Cause* FindCause(const Report& r, std::string_view kind, std::string_view scope) {
   for (const Cause& c : r.causes) {
-    if (c.kind == kind && c.scope == scope) return &c;
+    if (vocab::Name(c.kind) == kind && vocab::Name(c.scope) == scope) return &c;
   }
   return nullptr;
 }

@@ -103,7 +103,7 @@ Report JudgeFleet(Fleet& fleet, std::optional<std::int64_t> release_start, std::
 
 const Cause* Find(const Report& r, std::string_view kind, std::string_view scope) {
   for (const Cause& c : r.causes) {
-    if (c.kind == kind && c.scope == scope) return &c;
+    if (vocab::Name(c.kind) == kind && vocab::Name(c.scope) == scope) return &c;
   }
   return nullptr;
 }

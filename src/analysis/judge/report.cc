@@ -5,19 +5,21 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 
 #include "analysis/judge/diagnose.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis::judge_internal {
 namespace {
 
-// Findings of one cause: its kind, "release" or "node", and for a node its
+// Findings of one cause: its kind, release or node, and for a node its
 // hosts ("node-2,node-5,").
-using GroupKey = std::tuple<std::string, std::string, std::string>;
+using GroupKey = std::tuple<vocab::CauseKind, vocab::Scope, std::string>;
 
 class ReportWriter {
  public:
@@ -171,9 +173,9 @@ void ReportWriter::BlockResult(std::size_t m, MetricResult& r) const {
 // mechanism the rules found for the release explains a slower service.
 std::vector<MetricFinding> ReportWriter::NamedFindings() const {
   std::vector<MetricFinding> findings = in_.findings;
-  std::string release_rule_kind;
+  std::optional<vocab::CauseKind> release_rule_kind;
   for (const MetricFinding& f : findings) {
-    if (f.measure < 0 && f.scope == "release" && release_rule_kind.empty()) {
+    if (f.measure < 0 && f.scope == FindingScope::kRelease && !release_rule_kind) {
       release_rule_kind = f.kind;
     }
   }
@@ -182,9 +184,9 @@ std::vector<MetricFinding> ReportWriter::NamedFindings() const {
     if (f.measure < 0) continue;
     const Measure& ms = in_.measures.list()[static_cast<std::size_t>(f.measure)];
     if (ms.kind == MeasureKind::kDramEff) {
-      f.kind = "memory_thrash";
-    } else if (f.scope == "release" && !release_rule_kind.empty()) {
-      f.kind = release_rule_kind;
+      f.kind = vocab::CauseKind::kMemoryThrash;
+    } else if (f.scope == FindingScope::kRelease && release_rule_kind) {
+      f.kind = *release_rule_kind;
     } else {
       f.kind = ClassifyMetricFailure(ms.name, !IsNodeLevel(ms.kind), signature);
     }
@@ -194,7 +196,7 @@ std::vector<MetricFinding> ReportWriter::NamedFindings() const {
 
 GroupKey ReportWriter::GroupOf(const MetricFinding& f) const {
   std::string where;
-  if (f.scope != "release" && node_info_ != nullptr && gpu_info_ != nullptr) {
+  if (f.scope != FindingScope::kRelease && node_info_ != nullptr && gpu_info_ != nullptr) {
     std::set<std::string> hosts;
     for (int u : f.units) {
       hosts.insert(f.unit_is_gpu ? (*gpu_info_)[static_cast<std::size_t>(u)].host
@@ -202,7 +204,7 @@ GroupKey ReportWriter::GroupOf(const MetricFinding& f) const {
     }
     for (const std::string& h : hosts) where += h + ",";
   }
-  return {f.kind, f.scope == "release" ? "release" : "node", where};
+  return {f.kind, ReportedScope(f.scope), where};
 }
 
 Cause ReportWriter::CauseOf(const GroupKey& key,
@@ -299,19 +301,20 @@ void ReportWriter::AddRuleEvidence(Cause& c, const std::set<int>& gpu_ids, doubl
     c.evidence.push_back(
         {std::string(kGpuSlotNames[k]), bs[k] / ns[k], cs[k] / ns[k], std::move(unit)});
   };
-  if (c.kind == "power_brake" || c.kind == "hw_slowdown" || c.kind == "thermal_throttle" ||
-      c.kind == "power_cap") {
+  using vocab::CauseKind;
+  if (c.kind == CauseKind::kPowerBrake || c.kind == CauseKind::kHwSlowdown ||
+      c.kind == CauseKind::kThermalThrottle || c.kind == CauseKind::kPowerCap) {
     evidence(kClock, "MHz");
-    if (c.kind == "thermal_throttle") evidence(kTemp, "C");
-    if (c.kind == "power_cap") {
+    if (c.kind == CauseKind::kThermalThrottle) evidence(kTemp, "C");
+    if (c.kind == CauseKind::kPowerCap) {
       evidence(kPower, "W");
       evidence(kPowerLimit, "W");
     }
-  } else if (c.kind == "pcie_downtrain") {
+  } else if (c.kind == CauseKind::kPcieDowntrain) {
     evidence(kWidth, "lanes");
     evidence(kGen, "gen");
     evidence(kPcieRx, "B/s");
-  } else if (c.kind == "ecc_errors" || c.kind == "xid_errors") {
+  } else if (c.kind == CauseKind::kEccErrors || c.kind == CauseKind::kXidErrors) {
     evidence(kClock, "MHz");
   }
 }

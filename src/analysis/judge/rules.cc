@@ -74,7 +74,11 @@ void HardRules::AddThrottleHit(const GpuRules& r, int gpu, std::int64_t t) {
   hit.gpu = gpu;
   hit.rule = "throttle";
   hit.bits = r.throttle->bits();
-  hit.kind = std::string(ThrottleCause(hit.bits));
+  // Bits none of the throttle causes names (a policy's own harmful mask)
+  // make no finding.
+  const std::optional<vocab::CauseKind> kind = ThrottleCause(hit.bits);
+  if (!kind) return;
+  hit.kind = *kind;
   hit.onset = r.throttle->streak().streak_start();
   hit.fired = t;
   hit.critical = policy_.rules.throttle.critical;
@@ -88,7 +92,7 @@ void HardRules::AddPcieHit(const GpuRules& r, int gpu, std::int64_t t) {
   RuleHit hit;
   hit.gpu = gpu;
   hit.rule = "pcie_link";
-  hit.kind = "pcie_downtrain";
+  hit.kind = vocab::CauseKind::kPcieDowntrain;
   hit.onset = r.pcie->streak().streak_start();
   hit.fired = t;
   hit.critical = policy_.rules.pcie_critical;
@@ -100,7 +104,7 @@ void HardRules::AddXidHit(int gpu, int code, std::int64_t t) {
   RuleHit hit;
   hit.gpu = gpu;
   hit.rule = "xid";
-  hit.kind = "xid_errors";
+  hit.kind = vocab::CauseKind::kXidErrors;
   hit.onset = t;
   hit.fired = t;
   hit.critical = std::binary_search(policy_.rules.critical_xids.begin(),
@@ -113,7 +117,7 @@ void HardRules::AddEccHit(const GpuRules& r, int gpu, std::int64_t t) {
   RuleHit hit;
   hit.gpu = gpu;
   hit.rule = "ecc_dbe";
-  hit.kind = "ecc_errors";
+  hit.kind = vocab::CauseKind::kEccErrors;
   hit.onset = t;
   hit.fired = t;
   hit.critical = policy_.rules.ecc_dbe_critical;
@@ -128,16 +132,15 @@ void HardRules::AddEccHit(const GpuRules& r, int gpu, std::int64_t t) {
 
 void HardRules::OnHit(RuleHit hit, std::int64_t t) {
   GpuRules& r = gpus_[static_cast<std::size_t>(hit.gpu)];
-  if (hit.kind.empty()) return;
   r.hit = true;
   if (!r.window.open) {
     r.window.open = true;
     r.window.start = hit.onset;
   }
-  const std::string scope = ScopeOfNewHit(hit, t);
+  const FindingScope scope = ScopeOfNewHit(hit, t);
   // Out of the pools: the GPU, and its node's service (tensor parallel: one
   // bad GPU slows the node's server).
-  if (scope == "node") fleet_.ExcludeGpuAndItsNode(hit.gpu);
+  if (scope == FindingScope::kNode) fleet_.ExcludeGpuAndItsNode(hit.gpu);
   MetricFinding f;
   f.kind = hit.kind;
   f.scope = scope;
@@ -157,34 +160,34 @@ void HardRules::OnHit(RuleHit hit, std::int64_t t) {
 
 // A baseline GPU's hit is its node's; a canary GPU's depends on where its
 // node stands (history, switching, judged) and on the other canary GPUs.
-std::string HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
+FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
   const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
-  if (s.role == Role::kBaseline) return "node";
+  if (s.role == Role::kBaseline) return FindingScope::kNode;
   GpuRules& r = gpus_[static_cast<std::size_t>(hit.gpu)];
   const Phase phase = fleet_.PhaseOf(s.node, t);
   if (phase == Phase::kHistory) {
     hit.history = true;
     r.history_kinds.insert(hit.kind);
-    return "node";
+    return FindingScope::kNode;
   }
   // Before or after the node's switch: known when the switch is.
-  if (phase == Phase::kSwitching) return "switching";
+  if (phase == Phase::kSwitching) return FindingScope::kSwitching;
   if (r.history_kinds.count(hit.kind) != 0) {
     hit.history = true;  // it had this before the release
-    return "node";
+    return FindingScope::kNode;
   }
-  std::string scope = ScopeForRuleKind(hit.kind, hit, t);
+  const FindingScope scope = ScopeForRuleKind(hit.kind, hit, t);
   // A non-critical XID is a pattern only when it recurs on several GPUs.
-  if (scope == "release") kind_scope_[hit.kind] = "release";
+  if (scope == FindingScope::kRelease) release_kinds_.insert(hit.kind);
   return scope;
 }
 
 // Scope of a rule hit on a canary GPU during the release (docs/analysis-method.md,
 // "Release or node (scope)"): the release when the kind shows on enough canary nodes, or when no
 // canary GPU that has run the release as long is clean; a node otherwise.
-std::string HardRules::ScopeForRuleKind(const std::string& kind, const RuleHit& hit,
-                                        std::int64_t t) const {
-  if (auto it = kind_scope_.find(kind); it != kind_scope_.end()) return it->second;
+FindingScope HardRules::ScopeForRuleKind(vocab::CauseKind kind, const RuleHit& hit,
+                                         std::int64_t t) const {
+  if (release_kinds_.count(kind) != 0) return FindingScope::kRelease;
   std::set<int> affected_gpus;
   std::set<int> affected_nodes;
   AffectedBy(kind, t, &affected_gpus, &affected_nodes);
@@ -193,8 +196,8 @@ std::string HardRules::ScopeForRuleKind(const std::string& kind, const RuleHit& 
   affected_nodes.insert(hit_node);
   const int canary_nodes = fleet_.CanaryNodeCount();
   const int n_aff = static_cast<int>(affected_nodes.size());
-  if (n_aff >= 2 && 2 * n_aff >= canary_nodes) return "release";
-  if (CleanWitnessElsewhere(hit, affected_gpus, t)) return "node";
+  if (n_aff >= 2 && 2 * n_aff >= canary_nodes) return FindingScope::kRelease;
+  if (CleanWitnessElsewhere(hit, affected_gpus, t)) return FindingScope::kNode;
   // Fewer than half of the node's GPUs, the others running the same release
   // as long: wait kWitnessSeconds for them to show it too (the release) or
   // not (the node).
@@ -203,14 +206,14 @@ std::string HardRules::ScopeForRuleKind(const std::string& kind, const RuleHit& 
     on_node += fleet_.gpus()[static_cast<std::size_t>(g)].node == hit_node;
   }
   const NodeState& hn = fleet_.nodes()[static_cast<std::size_t>(hit_node)];
-  if (2 * on_node < std::max(1, hn.gpu_count)) return "pending";
-  return "release";
+  if (2 * on_node < std::max(1, hn.gpu_count)) return FindingScope::kPending;
+  return FindingScope::kRelease;
 }
 
 // The canary GPUs (and their nodes) that showed `kind` on the release: the
 // earlier hits, and this tick's on nodes past their switch that did not have
 // it before.
-void HardRules::AffectedBy(const std::string& kind, std::int64_t t, std::set<int>* gpus,
+void HardRules::AffectedBy(vocab::CauseKind kind, std::int64_t t, std::set<int>* gpus,
                            std::set<int>* nodes) const {
   for (const RuleHit& h : hits_) {
     const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(h.gpu)];
@@ -271,12 +274,12 @@ RuleHit* HardRules::HitOf(const MetricFinding& f) {
 void HardRules::ResolveSwitching(int node, std::int64_t t) {
   const std::int64_t since = *fleet_.nodes()[static_cast<std::size_t>(node)].since;
   for (MetricFinding& f : findings_) {
-    if (f.scope != "switching") continue;
+    if (f.scope != FindingScope::kSwitching) continue;
     const int gpu = f.units.front();
     if (fleet_.gpus()[static_cast<std::size_t>(gpu)].node != node) continue;
     RuleHit* hit = HitOf(f);
     if (f.since < since) {
-      f.scope = "node";
+      f.scope = FindingScope::kNode;
       f.history = true;
       if (hit != nullptr) hit->history = true;
       gpus_[static_cast<std::size_t>(gpu)].history_kinds.insert(f.kind);
@@ -287,10 +290,10 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
     probe.gpu = gpu;
     probe.kind = f.kind;
     f.scope = ScopeForRuleKind(f.kind, probe, t);
-    if (f.scope == "release") {
-      kind_scope_[f.kind] = "release";
+    if (f.scope == FindingScope::kRelease) {
+      release_kinds_.insert(f.kind);
       f.decided_at = t;
-    } else if (f.scope == "node") {
+    } else if (f.scope == FindingScope::kNode) {
       fleet_.ExcludeGpuAndItsNode(gpu);
     }
   }
@@ -300,22 +303,23 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
 // or nodes show the kind, the node once kWitnessSeconds passed without.
 void HardRules::ResolvePending(std::int64_t t, bool at_end) {
   for (MetricFinding& f : findings_) {
-    if (at_end && f.scope == "switching") f.scope = "node";  // the switch never came
-    if (f.scope != "pending") continue;
+    // The switch never came.
+    if (at_end && f.scope == FindingScope::kSwitching) f.scope = FindingScope::kNode;
+    if (f.scope != FindingScope::kPending) continue;
     const int gpu = f.units.front();
     RuleHit probe;
     probe.gpu = gpu;
     probe.kind = f.kind;
     probe.onset = f.since;
     probe.fired = f.decided_at;
-    const std::string scope = ScopeForRuleKind(f.kind, probe, t);
-    if (scope == "release") {
-      f.scope = "release";
+    const FindingScope scope = ScopeForRuleKind(f.kind, probe, t);
+    if (scope == FindingScope::kRelease) {
+      f.scope = FindingScope::kRelease;
       f.decided_at = t;
-      kind_scope_[f.kind] = "release";
-    } else if (scope == "node" || at_end ||
+      release_kinds_.insert(f.kind);
+    } else if (scope == FindingScope::kNode || at_end ||
                static_cast<double>(t - f.decided_at) >= kWitnessSeconds) {
-      f.scope = "node";
+      f.scope = FindingScope::kNode;
       fleet_.ExcludeGpuAndItsNode(gpu);
     }
   }

@@ -3,7 +3,7 @@
 // field, configurable)" and "Release or node (scope)"): each GPU's rule
 // machines (throttle, PCIe link, XID, ECC DBE) fed every tick, their hits
 // turned into findings with a scope (the release, a node, or not yet known:
-// "pending" while a minority of a node's GPUs show it, "switching" while the
+// pending while a minority of a node's GPUs show it, switching while the
 // node's switch to the release is not known), and each GPU's evidence window
 // (its fields and the pooled baseline's while a rule streak runs and after a
 // hit).
@@ -15,7 +15,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,13 +24,14 @@
 #include "analysis/judge/internal.h"
 #include "analysis/policy/policy.h"
 #include "analysis/rules/rules.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis::judge_internal {
 
 // A hard rule's hit on one GPU.
 struct RuleHit {
   int gpu = 0;
-  std::string kind;  // cause kind
+  vocab::CauseKind kind{};
   std::string rule;  // "throttle", "pcie_link", "xid", "ecc_dbe"
   std::int64_t onset = 0;
   std::int64_t fired = 0;
@@ -88,7 +88,7 @@ class HardRules {
     std::optional<PcieLinkRule> pcie;
     EccDbeRule dbe;
     int last_xid = -1;  // -1: no XID sample yet
-    std::set<std::string> history_kinds;
+    std::set<vocab::CauseKind> history_kinds;
     bool hit = false;  // a rule fired on it
     EvidenceWindow window;
   };
@@ -100,9 +100,9 @@ class HardRules {
   void AddXidHit(int gpu, int code, std::int64_t t);
   void AddEccHit(const GpuRules& r, int gpu, std::int64_t t);
   void OnHit(RuleHit hit, std::int64_t t);
-  std::string ScopeOfNewHit(RuleHit& hit, std::int64_t t);
-  std::string ScopeForRuleKind(const std::string& kind, const RuleHit& hit, std::int64_t t) const;
-  void AffectedBy(const std::string& kind, std::int64_t t, std::set<int>* gpus,
+  FindingScope ScopeOfNewHit(RuleHit& hit, std::int64_t t);
+  FindingScope ScopeForRuleKind(vocab::CauseKind kind, const RuleHit& hit, std::int64_t t) const;
+  void AffectedBy(vocab::CauseKind kind, std::int64_t t, std::set<int>* gpus,
                   std::set<int>* nodes) const;
   bool CleanWitnessElsewhere(const RuleHit& hit, const std::set<int>& affected_gpus,
                              std::int64_t t) const;
@@ -113,9 +113,9 @@ class HardRules {
   std::vector<MetricFinding>& findings_;
   std::vector<GpuRules> gpus_;
   std::vector<RuleHit> hits_;
-  std::vector<RuleHit> pending_hits_;              // this tick's, before scoping
-  std::vector<RuleHit> tick_hits_;                 // this tick's, while scoping
-  std::map<std::string, std::string> kind_scope_;  // rule kind -> "release" once proven
+  std::vector<RuleHit> pending_hits_;         // this tick's, before scoping
+  std::vector<RuleHit> tick_hits_;            // this tick's, while scoping
+  std::set<vocab::CauseKind> release_kinds_;  // rule kinds proven the release's
 };
 
 }  // namespace gpucanary::analysis::judge_internal

@@ -72,7 +72,7 @@ void VerdictTracker::OnMetricWorse(std::size_t m, int unit, std::int64_t t) {
   // Harm on the whole canary with no unit yet resolved: all canary units.
   if (f.units.empty() && unit == 0) f.units = CanaryUnits(f.unit_is_gpu);
   f.kind = MetricFindingKind(m, f.scope);
-  if (f.scope == "node") ExcludeUnits(f);
+  if (f.scope == FindingScope::kNode) ExcludeUnits(f);
   findings_.push_back(std::move(f));
 }
 
@@ -108,17 +108,14 @@ std::vector<int> VerdictTracker::CanaryUnits(bool gpus) const {
 
 // A hardware mechanism already found for the release explains a slower
 // service; otherwise the signature names it.
-std::string VerdictTracker::MetricFindingKind(std::size_t m, const std::string& scope) const {
-  if (scope == "release") {
+vocab::CauseKind VerdictTracker::MetricFindingKind(std::size_t m, FindingScope scope) const {
+  if (scope == FindingScope::kRelease) {
     for (const MetricFinding& other : findings_) {
-      if (other.scope == "release" && other.measure < 0) {
-        if (!other.kind.empty()) return other.kind;
-        break;
-      }
+      if (other.scope == FindingScope::kRelease && other.measure < 0) return other.kind;
     }
   }
   const Measure& ms = measures_.list()[m];
-  if (ms.kind == MeasureKind::kDramEff) return "memory_thrash";
+  if (ms.kind == MeasureKind::kDramEff) return vocab::CauseKind::kMemoryThrash;
   return ClassifyMetricFailure(ms.name, !IsNodeLevel(ms.kind), CurrentSignature());
 }
 
@@ -138,8 +135,8 @@ void VerdictTracker::ExcludeUnits(const MetricFinding& f) {
 // harm is on enough canary nodes, or when no unit is clean; a node when clean
 // units witness that the release runs fine elsewhere, or when every harmed
 // unit was already like that before the release.
-std::string VerdictTracker::ScopeForMeasure(std::size_t m, int seed_unit,
-                                            std::vector<int>* affected) const {
+FindingScope VerdictTracker::ScopeForMeasure(std::size_t m, int seed_unit,
+                                             std::vector<int>* affected) const {
   const Measure& ms = measures_.list()[m];
   const bool gpu_unit = !IsNodeLevel(ms.kind);
   UnitTally tally;
@@ -157,10 +154,10 @@ std::string VerdictTracker::ScopeForMeasure(std::size_t m, int seed_unit,
   }
   const int n_aff = static_cast<int>(nodes.size());
   const int canary_nodes = fleet_.CanaryNodeCount();
-  if (n_aff >= 2 && 2 * n_aff >= canary_nodes) return "release";
-  if (tally.harmed.empty() && !tally.preexisting.empty()) return "node";
-  if (tally.witness && !tally.harmed.empty()) return "node";
-  return "release";
+  if (n_aff >= 2 && 2 * n_aff >= canary_nodes) return FindingScope::kRelease;
+  if (tally.harmed.empty() && !tally.preexisting.empty()) return FindingScope::kNode;
+  if (tally.witness && !tally.harmed.empty()) return FindingScope::kNode;
+  return FindingScope::kRelease;
 }
 
 void VerdictTracker::TallyCountUnits(std::size_t m, int seed_unit, UnitTally& tally) const {
@@ -305,14 +302,14 @@ void VerdictTracker::Update(std::int64_t t) {
 
 // Which findings count against the release.
 void VerdictTracker::MarkFailing() {
-  std::map<std::string, std::set<int>> release_gpus_by_kind;
+  std::map<vocab::CauseKind, std::set<int>> release_gpus_by_kind;
   for (const MetricFinding& f : findings_) {
-    if (f.scope == "release" && f.unit_is_gpu) {
+    if (f.scope == FindingScope::kRelease && f.unit_is_gpu) {
       release_gpus_by_kind[f.kind].insert(f.units.begin(), f.units.end());
     }
   }
   for (MetricFinding& f : findings_) {
-    if (f.failing || f.scope != "release") continue;
+    if (f.failing || f.scope != FindingScope::kRelease) continue;
     if (f.measure >= 0) {
       f.failing = true;
     } else if (f.origin == "rule:xid") {

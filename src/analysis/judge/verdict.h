@@ -22,6 +22,7 @@
 #include "analysis/judge/measures.h"
 #include "analysis/judge/rules.h"
 #include "analysis/policy/policy.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis::judge_internal {
 
@@ -57,12 +58,12 @@ class VerdictTracker {
     bool witness = false;       // a clean unit
   };
 
-  std::string ScopeForMeasure(std::size_t m, int seed_unit, std::vector<int>* affected) const;
+  FindingScope ScopeForMeasure(std::size_t m, int seed_unit, std::vector<int>* affected) const;
   void TallyCountUnits(std::size_t m, int seed_unit, UnitTally& tally) const;
   void TallyBlockUnits(std::size_t m, int seed_unit, UnitTally& tally) const;
   std::int64_t MetricFindingSince(std::int64_t t) const;
   std::vector<int> CanaryUnits(bool gpus) const;
-  std::string MetricFindingKind(std::size_t m, const std::string& scope) const;
+  vocab::CauseKind MetricFindingKind(std::size_t m, FindingScope scope) const;
   void ExcludeUnits(const MetricFinding& f);
   double MeasureChange(int gpu_slot) const;
   double FindingScore(const MetricFinding& f) const;

@@ -144,7 +144,8 @@ TEST_F(ReplayTest, SimulatorRecordingReplaysEveryValueAtItsSecond) {
   // The brake, per the ground truth: node-4's GPUs at the ~1050 MHz floor.
   std::int64_t brake_ms = -1;
   for (const sim::TruthRecord& r : engine.Truth()) {
-    if (r.type == sim::TruthRecord::kFault && r.kind == "power_brake" && r.node == "node-4") {
+    if (r.type == sim::TruthRecord::kFault && r.kind == vocab::CauseKind::kPowerBrake &&
+        r.node == "node-4") {
       brake_ms = r.since_ms;
     }
   }

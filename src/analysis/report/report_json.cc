@@ -6,6 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "vocab/vocab.h"
+
 namespace gpucanary::analysis {
 namespace {
 
@@ -33,8 +35,8 @@ Json EvidenceJson(const Evidence& e) {
 Json CauseJson(const Cause& c) {
   Json j;
   // DESIGN.md §6, in its order.
-  j["kind"] = c.kind;
-  j["scope"] = c.scope;
+  j["kind"] = vocab::Name(c.kind);
+  j["scope"] = vocab::Name(c.scope);
   j["gpus"] = Strings(c.gpus);
   j["since"] = Number(c.since);
   j["summary"] = c.summary;
@@ -145,6 +147,18 @@ class Reader {
       }
     }
   }
+  // A word of the vocabulary (vocab/vocab.h) at `key`, a string. Returns
+  // false for a string that is no such word (out untouched, no error).
+  template <typename E>
+  bool Word(const Json& object, const std::string& where, const char* key, E& out) {
+    if (Find(object, where, key) == nullptr) return true;
+    std::string text;
+    String(object, where, key, text);
+    if (!ok()) return true;
+    const std::optional<E> word = vocab::Parse<E>(text);
+    if (word) out = *word;
+    return word.has_value();
+  }
   void Strings(const Json& object, const std::string& where, const char* key,
                std::vector<std::string>& out) {
     const Json* v = Array(object, where, key);
@@ -172,11 +186,13 @@ class Reader {
   std::string error_;
 };
 
-Cause CauseFrom(Reader& in, const Json& j, const std::string& at) {
+// nullopt for a cause whose kind or scope this version does not know (a
+// newer version's report): it is left out.
+std::optional<Cause> CauseFrom(Reader& in, const Json& j, const std::string& at) {
   Cause c;
   if (!in.IsObject(j, at.substr(0, at.size() - 1))) return c;
-  in.String(j, at, "kind", c.kind);
-  in.String(j, at, "scope", c.scope);
+  const bool known_kind = in.Word(j, at, "kind", c.kind);
+  const bool known_scope = in.Word(j, at, "scope", c.scope);
   in.Strings(j, at, "gpus", c.gpus);
   in.Number(j, at, "since", c.since);
   in.String(j, at, "summary", c.summary);
@@ -196,6 +212,7 @@ Cause CauseFrom(Reader& in, const Json& j, const std::string& at) {
   in.Number(j, at, "decided_at", c.decided_at);
   in.Bool(j, at, "failing", c.failing);
   in.String(j, at, "origin", c.origin);
+  if (!known_kind || !known_scope) return std::nullopt;
   return c;
 }
 
@@ -234,12 +251,10 @@ Result<Report> ReportFromJson(std::string_view json) {
   if (!j.is_object()) return Error(StatusCode::kParseError, "a report is a JSON object");
   Reader in;
   Report r;
-  std::string verdict = "inconclusive";
+  std::string verdict(vocab::Name(Verdict::kInconclusive));
   in.String(j, "", "verdict", verdict);
-  if (verdict == "pass" || verdict == "fail" || verdict == "inconclusive") {
-    r.verdict = verdict == "pass"   ? Verdict::kPass
-                : verdict == "fail" ? Verdict::kFail
-                                    : Verdict::kInconclusive;
+  if (const std::optional<Verdict> v = vocab::Parse<Verdict>(verdict)) {
+    r.verdict = *v;
   } else if (in.ok()) {
     return Error(StatusCode::kParseError, "verdict: expected pass, fail or inconclusive");
   }
@@ -247,7 +262,8 @@ Result<Report> ReportFromJson(std::string_view json) {
   in.Number(j, "", "score", r.score);
   if (const Json* causes = in.Array(j, "", "causes")) {
     for (std::size_t i = 0; i < causes->size(); ++i) {
-      r.causes.push_back(CauseFrom(in, (*causes)[i], "causes[" + std::to_string(i) + "]."));
+      std::optional<Cause> c = CauseFrom(in, (*causes)[i], "causes[" + std::to_string(i) + "].");
+      if (c) r.causes.push_back(std::move(*c));
     }
   }
   if (const Json* metrics = in.Array(j, "", "metrics")) {
@@ -268,7 +284,7 @@ Result<Report> ReportFromJson(std::string_view json) {
 std::string ReportToJson(const Report& report, int indent) {
   Json j;
   // DESIGN.md §6, in its order.
-  j["verdict"] = VerdictName(report.verdict);
+  j["verdict"] = vocab::Name(report.verdict);
   j["decided_at"] = Number(report.decided_at);
   j["score"] = Number(report.score);
   Json causes = Json::array();

@@ -40,9 +40,10 @@ std::string ReportToJson(const Report& report, int indent = -1);
 // The inverse of ReportToJson: ReportToJson(*ReportFromJson(ReportToJson(r)))
 // is ReportToJson(r). `null` numbers read back as NaN (so +-inf comes back
 // as NaN) or as unset optionals; a key that is absent keeps the default (a
-// report written by an older version). Errors: kParseError naming the key
-// ("causes[0].since: expected a number or null") for text that is not such
-// a report.
+// report written by an older version); a cause whose kind or scope is not a
+// word of vocab/vocab.h (a newer version's) is left out. Errors: kParseError
+// naming the key ("causes[0].since: expected a number or null") for text
+// that is not such a report.
 Result<Report> ReportFromJson(std::string_view json);
 
 }  // namespace gpucanary::analysis

@@ -32,8 +32,8 @@ Report PowerBrakeReport() {
   r.decided_at = 1764680034.0;
   r.score = 12.5;
   Cause c;
-  c.kind = "power_brake";
-  c.scope = "release";
+  c.kind = vocab::CauseKind::kPowerBrake;
+  c.scope = vocab::Scope::kRelease;
   c.gpus = {"node-4/0", "node-4/1"};
   c.nodes = {"node-4"};
   c.since = 1764680030.0;

@@ -36,12 +36,12 @@ bool StreakCounter::Add(std::int64_t tick, std::optional<bool> condition) {
   return false;
 }
 
-std::string_view ThrottleCause(std::uint64_t bits) {
-  if ((bits & kHwPowerBrake) != 0) return "power_brake";
-  if ((bits & (kSwThermal | kHwThermal)) != 0) return "thermal_throttle";
-  if ((bits & kHwSlowdown) != 0) return "hw_slowdown";
-  if ((bits & kSwPowerCap) != 0) return "power_cap";
-  return "";
+std::optional<vocab::CauseKind> ThrottleCause(std::uint64_t bits) {
+  if ((bits & kHwPowerBrake) != 0) return vocab::CauseKind::kPowerBrake;
+  if ((bits & (kSwThermal | kHwThermal)) != 0) return vocab::CauseKind::kThermalThrottle;
+  if ((bits & kHwSlowdown) != 0) return vocab::CauseKind::kHwSlowdown;
+  if ((bits & kSwPowerCap) != 0) return vocab::CauseKind::kPowerCap;
+  return std::nullopt;
 }
 
 bool ThrottleRule::Add(std::int64_t tick, std::optional<std::uint64_t> canary_mask,

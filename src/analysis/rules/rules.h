@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/policy/policy.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis {
 
@@ -44,10 +45,10 @@ class StreakCounter {
   bool fired_ = false;
 };
 
-// The cause a set of clock-event reason bits points to (DESIGN.md §6):
+// The cause a set of clock-event reason bits points to (docs/contracts.md §6):
 // power_brake (0x80), thermal_throttle (0x20 or 0x40), hw_slowdown (0x8
-// alone), power_cap (0x4); "" for none.
-std::string_view ThrottleCause(std::uint64_t bits);
+// alone), power_cap (0x4); nullopt for none.
+std::optional<vocab::CauseKind> ThrottleCause(std::uint64_t bits);
 
 // One canary GPU's throttle rule. At each tick: the canary's reason mask and
 // the masks of the matched baseline GPUs at the same tick (unset entries: no

@@ -50,7 +50,7 @@ TEST(ThrottleRuleTest, APowerBrakeOnTheCanaryOnlyFiresAfterFourSeconds) {
   for (std::int64_t t = 0; t < 3; ++t) EXPECT_FALSE(rule.Add(t, 0x88, baseline)) << t;
   EXPECT_TRUE(rule.Add(3, 0x88, baseline));
   EXPECT_EQ(rule.bits(), 0x88U);
-  EXPECT_EQ(ThrottleCause(rule.bits()), "power_brake");
+  EXPECT_EQ(ThrottleCause(rule.bits()), vocab::CauseKind::kPowerBrake);
 }
 
 TEST(ThrottleRuleTest, WhatTheBaselineSharesIsNotTheReleases) {
@@ -66,7 +66,7 @@ TEST(ThrottleRuleTest, WhatTheBaselineSharesIsNotTheReleases) {
   bool fired = false;
   for (std::int64_t t = 10; t < 14; ++t) fired = cap.Add(t, 0x4, uncapped) || fired;
   EXPECT_TRUE(fired);
-  EXPECT_EQ(ThrottleCause(cap.bits()), "power_cap");
+  EXPECT_EQ(ThrottleCause(cap.bits()), vocab::CauseKind::kPowerCap);
 }
 
 TEST(ThrottleRuleTest, BenignReasonsAndBlipsDoNotFire) {
@@ -85,12 +85,12 @@ TEST(ThrottleRuleTest, BenignReasonsAndBlipsDoNotFire) {
 }
 
 TEST(ThrottleCauseTest, NamesTheSpecificMechanism) {
-  EXPECT_EQ(ThrottleCause(0x88), "power_brake");
-  EXPECT_EQ(ThrottleCause(0x48), "thermal_throttle");
-  EXPECT_EQ(ThrottleCause(0x20), "thermal_throttle");
-  EXPECT_EQ(ThrottleCause(0x8), "hw_slowdown");
-  EXPECT_EQ(ThrottleCause(0x4), "power_cap");
-  EXPECT_EQ(ThrottleCause(0x1), "");
+  EXPECT_EQ(ThrottleCause(0x88), vocab::CauseKind::kPowerBrake);
+  EXPECT_EQ(ThrottleCause(0x48), vocab::CauseKind::kThermalThrottle);
+  EXPECT_EQ(ThrottleCause(0x20), vocab::CauseKind::kThermalThrottle);
+  EXPECT_EQ(ThrottleCause(0x8), vocab::CauseKind::kHwSlowdown);
+  EXPECT_EQ(ThrottleCause(0x4), vocab::CauseKind::kPowerCap);
+  EXPECT_EQ(ThrottleCause(0x1), std::nullopt);
 }
 
 TEST(PcieLinkRuleTest, FiresOnADowntrainedLinkAndSaysHowBad) {
