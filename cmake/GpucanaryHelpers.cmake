@@ -79,6 +79,8 @@ endfunction()
 # gc_add_benchmark(NAME SOURCES ... [DEPS ...] [ARGS ...])
 # A Google Benchmark executable. CTest smoke-runs it (label "bench") with a tiny
 # minimum time: CI checks that it runs, real figures come from running it by hand.
+# A filter in ARGS that matches no benchmark fails the smoke test (Google
+# Benchmark itself exits 0 then, having run nothing).
 function(gc_add_benchmark name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;ARGS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -86,7 +88,8 @@ function(gc_add_benchmark name)
   target_compile_definitions(${name} PRIVATE GPUCANARY_SHARED_DIR="${GPUCANARY_SHARED_DIR}")
   if(GPUCANARY_BUILD_TESTS)
     add_test(NAME ${name}_smoke COMMAND ${name} --benchmark_min_time=0.001 ${ARG_ARGS})
-    set_tests_properties(${name}_smoke PROPERTIES LABELS "bench")
+    set_tests_properties(${name}_smoke PROPERTIES LABELS "bench" FAIL_REGULAR_EXPRESSION
+                                                  "Failed to match any benchmarks")
   endif()
 endfunction()
 
