@@ -115,8 +115,7 @@ TEST_F(CanaryManagerTest, APowerBrakeReleaseFailsLiveAndTheBreakerIsCalledOnce) 
   ASSERT_EQ(failed_.size(), 1U);
   bool brake = false;
   for (const analysis::Cause& c : view->report.causes) {
-    brake = brake ||
-            (c.kind == vocab::CauseKind::kPowerBrake && c.scope == vocab::Scope::kRelease);
+    brake = brake || (c.kind == vocab::CauseKind::kPowerBrake && c.scope == vocab::Scope::kRelease);
   }
   EXPECT_TRUE(brake) << analysis::ReportToJson(view->report);
   EXPECT_FALSE(fast_.contains("fp8-kernel"));  // fast scraping ends with the canary
