@@ -207,80 +207,96 @@ Status ReadOptionalString(const Reporter& r, const Fields& fields, std::string_v
   return Status::Ok();
 }
 
+// The kind's required `url` into out.url.
+Status ReadRequiredUrl(const Reporter& r, const Fields& fields, const std::string& field,
+                       std::string_view kind_name, ActionConfig& out) {
+  auto n = Require(r, fields, "url", field, kind_name);
+  if (!n) return n.error();
+  auto url = ReadUrl(r, **n, Child(field, "url"));
+  if (!url) return url.error();
+  out.url = std::move(*url);
+  return Status::Ok();
+}
+
+// The kind's required `command` (an argv list) into out.argv.
+Status ReadRequiredArgv(const Reporter& r, const Fields& fields, const std::string& field,
+                        std::string_view kind_name, ActionConfig& out) {
+  auto n = Require(r, fields, "command", field, kind_name);
+  if (!n) return n.error();
+  auto argv = ReadArgv(r, **n, Child(field, "command"));
+  if (!argv) return argv.error();
+  out.argv = std::move(*argv);
+  return Status::Ok();
+}
+
+Status ReadWebhookFields(const Reporter& r, const Fields& fields, const std::string& field,
+                         std::string_view kind_name, ActionConfig& out) {
+  GC_RETURN_IF_ERROR(ReadRequiredUrl(r, fields, field, kind_name, out));
+  if (const YAML::Node* n = fields.Find("headers")) {
+    GC_RETURN_IF_ERROR(ReadHeaders(r, *n, Child(field, "headers"), out));
+  }
+  GC_RETURN_IF_ERROR(
+      ReadOptionalString(r, fields, "bearer_token_file", field, &out.bearer_token_file));
+  GC_RETURN_IF_ERROR(ReadOptionalString(r, fields, "bearer_token", field, &out.bearer_token));
+  if (!out.bearer_token.empty() && !out.bearer_token_file.empty()) {
+    return r.Fail(*fields.Find("bearer_token"), Child(field, "bearer_token"),
+                  "give bearer_token or bearer_token_file, not both");
+  }
+  return Status::Ok();
+}
+
+Status ReadArgoFields(const Reporter& r, const Fields& fields, const std::string& field,
+                      std::string_view kind_name, ActionConfig& out) {
+  auto api = Require(r, fields, "api_server", field, kind_name);
+  if (!api) return api.error();
+  auto url = ReadUrl(r, **api, Child(field, "api_server"));
+  if (!url) return url.error();
+  out.api_server = std::move(*url);
+  auto rollout = Require(r, fields, "rollout", field, kind_name);
+  if (!rollout) return rollout.error();
+  GC_RETURN_IF_ERROR(ReadOptionalString(r, fields, "rollout", field, &out.rollout));
+  GC_RETURN_IF_ERROR(CheckTemplates(r, **rollout, Child(field, "rollout"), out.rollout));
+  GC_RETURN_IF_ERROR(ReadOptionalString(r, fields, "namespace", field, &out.k8s_namespace));
+  if (const YAML::Node* n = fields.Find("namespace")) {
+    GC_RETURN_IF_ERROR(CheckTemplates(r, *n, Child(field, "namespace"), out.k8s_namespace));
+  }
+  out.bearer_token_file = std::string(kInClusterTokenFile);
+  return ReadOptionalString(r, fields, "token_file", field, &out.bearer_token_file);
+}
+
+Status ReadIsolateFields(const Reporter& r, const Fields& fields, const std::string& field,
+                         std::string_view kind_name, ActionConfig& out) {
+  const YAML::Node* url = fields.Find("url");
+  const YAML::Node* command = fields.Find("command");
+  if ((url == nullptr) == (command == nullptr)) {
+    return r.Fail(command != nullptr ? command->Mark() : fields.mark(), field,
+                  "isolate_node takes exactly one of url (a control API) or command");
+  }
+  if (url != nullptr) return ReadRequiredUrl(r, fields, field, kind_name, out);
+  return ReadRequiredArgv(r, fields, field, kind_name, out);
+}
+
 Status ReadKindFields(const Reporter& r, const Fields& fields, const std::string& field,
                       std::string_view kind_name, ActionConfig& out) {
-  auto required_url = [&]() -> Status {
-    auto n = Require(r, fields, "url", field, kind_name);
-    if (!n) return n.error();
-    auto url = ReadUrl(r, **n, Child(field, "url"));
-    if (!url) return url.error();
-    out.url = std::move(*url);
-    return Status::Ok();
-  };
   switch (out.kind) {
-    case ActionKind::kWebhook: {
-      GC_RETURN_IF_ERROR(required_url());
-      if (const YAML::Node* n = fields.Find("headers")) {
-        GC_RETURN_IF_ERROR(ReadHeaders(r, *n, Child(field, "headers"), out));
-      }
-      GC_RETURN_IF_ERROR(
-          ReadOptionalString(r, fields, "bearer_token_file", field, &out.bearer_token_file));
-      GC_RETURN_IF_ERROR(ReadOptionalString(r, fields, "bearer_token", field, &out.bearer_token));
-      if (!out.bearer_token.empty() && !out.bearer_token_file.empty()) {
-        return r.Fail(*fields.Find("bearer_token"), Child(field, "bearer_token"),
-                      "give bearer_token or bearer_token_file, not both");
-      }
+    case ActionKind::kWebhook:
+      GC_RETURN_IF_ERROR(ReadWebhookFields(r, fields, field, kind_name, out));
       break;
-    }
-    case ActionKind::kArgoRolloutsAbort: {
-      auto api = Require(r, fields, "api_server", field, kind_name);
-      if (!api) return api.error();
-      auto url = ReadUrl(r, **api, Child(field, "api_server"));
-      if (!url) return url.error();
-      out.api_server = std::move(*url);
-      auto rollout = Require(r, fields, "rollout", field, kind_name);
-      if (!rollout) return rollout.error();
-      GC_RETURN_IF_ERROR(ReadOptionalString(r, fields, "rollout", field, &out.rollout));
-      GC_RETURN_IF_ERROR(CheckTemplates(r, **rollout, Child(field, "rollout"), out.rollout));
-      GC_RETURN_IF_ERROR(ReadOptionalString(r, fields, "namespace", field, &out.k8s_namespace));
-      if (const YAML::Node* n = fields.Find("namespace")) {
-        GC_RETURN_IF_ERROR(CheckTemplates(r, *n, Child(field, "namespace"), out.k8s_namespace));
-      }
-      out.bearer_token_file = std::string(kInClusterTokenFile);
-      GC_RETURN_IF_ERROR(
-          ReadOptionalString(r, fields, "token_file", field, &out.bearer_token_file));
+    case ActionKind::kArgoRolloutsAbort:
+      GC_RETURN_IF_ERROR(ReadArgoFields(r, fields, field, kind_name, out));
       break;
-    }
     case ActionKind::kFlaggerRollback:
       break;
-    case ActionKind::kCommand: {
-      auto n = Require(r, fields, "command", field, kind_name);
-      if (!n) return n.error();
-      auto argv = ReadArgv(r, **n, Child(field, "command"));
-      if (!argv) return argv.error();
-      out.argv = std::move(*argv);
+    case ActionKind::kCommand:
+      GC_RETURN_IF_ERROR(ReadRequiredArgv(r, fields, field, kind_name, out));
       break;
-    }
     case ActionKind::kTrafficShift:
-      GC_RETURN_IF_ERROR(required_url());
+      GC_RETURN_IF_ERROR(ReadRequiredUrl(r, fields, field, kind_name, out));
       GC_RETURN_IF_ERROR(ReadOptionalString(r, fields, "stable", field, &out.stable));
       break;
-    case ActionKind::kIsolateNode: {
-      const YAML::Node* url = fields.Find("url");
-      const YAML::Node* command = fields.Find("command");
-      if ((url == nullptr) == (command == nullptr)) {
-        return r.Fail(command != nullptr ? command->Mark() : fields.mark(), field,
-                      "isolate_node takes exactly one of url (a control API) or command");
-      }
-      if (url != nullptr) {
-        GC_RETURN_IF_ERROR(required_url());
-      } else {
-        auto argv = ReadArgv(r, *command, Child(field, "command"));
-        if (!argv) return argv.error();
-        out.argv = std::move(*argv);
-      }
+    case ActionKind::kIsolateNode:
+      GC_RETURN_IF_ERROR(ReadIsolateFields(r, fields, field, kind_name, out));
       break;
-    }
     case ActionKind::kDiagnosticBundle: {
       auto n = Require(r, fields, "dir", field, kind_name);
       if (!n) return n.error();

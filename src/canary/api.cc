@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "analysis/report/report_json.h"
@@ -86,6 +88,87 @@ Result<Json> VerdictHistory(store::MetaDb& meta, const std::string& id) {
   return out;
 }
 
+// /api/v1/canaries[/{id}[/{action}]] split into its parts; nullopt for any
+// other path.
+struct CanaryPath {
+  std::string_view id;      // "" for the list
+  std::string_view action;  // "" for the canary itself
+};
+
+std::optional<CanaryPath> SplitCanaryPath(std::string_view path) {
+  static constexpr std::string_view kCanaries = "/api/v1/canaries";
+  if (path != kCanaries && !path.starts_with(std::string(kCanaries) + "/")) return std::nullopt;
+  CanaryPath out;
+  out.id = path.substr(kCanaries.size());
+  if (!out.id.empty()) out.id.remove_prefix(1);
+  if (const auto slash = out.id.find('/'); slash != std::string_view::npos) {
+    out.action = out.id.substr(slash + 1);
+    out.id = out.id.substr(0, slash);
+  }
+  return out;
+}
+
+// GET /api/v1/canaries/{id}/verdict: always 200, because Argo Rollouts reads
+// the body's fields, not the status.
+void ReplyVerdict(const std::string& id, const std::optional<CanaryView>& c,
+                  net::HttpResponse& response) {
+  if (!c) {
+    ReplyJson(response, 200,
+              {{"verdict", vocab::Name(vocab::Verdict::kInconclusive)},
+               {"decided", false},
+               {"score", 0.0},
+               {"reason", "no canary " + id}});
+    return;
+  }
+  ReplyJson(response, 200,
+            {{"verdict", vocab::Name(c->report.verdict)},
+             {"decided", c->report.decided_at.has_value() || c->state != CanaryState::kRunning},
+             {"score", c->report.score},
+             {"reason", Reason(*c)}});
+}
+
+// POST /api/v1/canaries/{id}/stop.
+void StopCanary(CanaryManager& manager, const std::string& id, net::HttpResponse& response) {
+  if (Status st = manager.Stop(id, "POST /api/v1/canaries/" + id + "/stop"); !st.ok()) {
+    const bool conflict = st.code() == StatusCode::kFailedPrecondition;
+    Failure(response, conflict ? 409 : 500, conflict ? "conflict" : "internal", st.message());
+    return;
+  }
+  Success(response, Summary(*manager.Get(id)));
+}
+
+// The actions recorded for the canary, oldest first; none when the record
+// cannot be read (the canary's own fields still answer).
+Json ActionsJson(store::MetaDb& meta, const std::string& id) {
+  Json actions = Json::array();
+  auto recorded = meta.Actions(id);
+  if (!recorded) return actions;
+  for (const store::ActionRecord& a : *recorded) {
+    actions.push_back(
+        {{"name", a.name},
+         {"kind", a.kind},
+         {"at", a.at},
+         {"duration_ms", a.duration_ms},
+         {"ok", a.ok},
+         {"attempts", a.attempts},
+         {"detail", a.detail},
+         // "" in the record: the incident of the canary's fail
+         {"incident",
+          a.incident.empty() ? std::string(vocab::Name(vocab::Verdict::kFail)) : a.incident}});
+  }
+  return actions;
+}
+
+// GET /api/v1/canaries/{id}: the summary, the reason, the judge's full
+// report and the actions taken.
+Json CanaryDetail(const CanaryView& c, store::MetaDb& meta, const std::string& id) {
+  Json data = Summary(c);
+  data["reason"] = Reason(c);
+  data["report"] = Json::parse(analysis::ReportToJson(c.report));
+  data["actions"] = ActionsJson(meta, id);
+  return data;
+}
+
 }  // namespace
 
 CanaryApi::CanaryApi(CanaryManager& manager, store::MetaDb& meta,
@@ -93,7 +176,6 @@ CanaryApi::CanaryApi(CanaryManager& manager, store::MetaDb& meta,
     : manager_(manager), meta_(meta), log_(std::move(log)) {}
 
 bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {
-  static constexpr std::string_view kCanaries = "/api/v1/canaries";
   static constexpr std::string_view kFlagger = "/api/v1/flagger/";
   const std::string_view path = request.path;
   if (path.starts_with(kFlagger)) {
@@ -105,15 +187,9 @@ bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respo
     Flagger(path.substr(kFlagger.size()), request, response);
     return true;
   }
-  if (path != kCanaries && !path.starts_with(std::string(kCanaries) + "/")) return false;
-  std::string_view rest = path.substr(kCanaries.size());
-  if (!rest.empty()) rest.remove_prefix(1);
-  std::string_view action;
-  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
-    action = rest.substr(slash + 1);
-    rest = rest.substr(0, slash);
-  }
-  const bool is_stop = action == "stop";
+  const std::optional<CanaryPath> route = SplitCanaryPath(path);
+  if (!route) return false;
+  const bool is_stop = route->action == "stop";
   const char* allowed = is_stop ? "POST" : "GET, HEAD";
   if ((is_stop && request.method != "POST") ||
       (!is_stop && request.method != "GET" && request.method != "HEAD")) {
@@ -121,78 +197,34 @@ bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respo
     Failure(response, 405, "bad_data", std::string("this endpoint takes ") + allowed);
     return true;
   }
-  if (rest.empty()) {
+  if (route->id.empty()) {
     Json data = Json::array();
     for (const CanaryView& c : manager_.List()) data.push_back(Summary(c));
     Success(response, std::move(data));
     return true;
   }
-  const std::string id(rest);
+  const std::string id(route->id);
   const std::optional<CanaryView> c = manager_.Get(id);
-  if (action == "verdict") {
-    // Always 200: Argo Rollouts reads the body's fields, not the status.
-    if (!c) {
-      ReplyJson(response, 200,
-                {{"verdict", vocab::Name(vocab::Verdict::kInconclusive)},
-                 {"decided", false},
-                 {"score", 0.0},
-                 {"reason", "no canary " + id}});
-      return true;
-    }
-    ReplyJson(response, 200,
-              {{"verdict", vocab::Name(c->report.verdict)},
-               {"decided", c->report.decided_at.has_value() || c->state != CanaryState::kRunning},
-               {"score", c->report.score},
-               {"reason", Reason(*c)}});
+  if (route->action == "verdict") {
+    ReplyVerdict(id, c, response);
     return true;
   }
   if (!c) {
     Failure(response, 404, "not_found", "no canary " + id);
-    return true;
-  }
-  if (is_stop) {
-    if (Status st = manager_.Stop(id, "POST /api/v1/canaries/" + id + "/stop"); !st.ok()) {
-      Failure(response, st.code() == StatusCode::kFailedPrecondition ? 409 : 500,
-              st.code() == StatusCode::kFailedPrecondition ? "conflict" : "internal", st.message());
-      return true;
-    }
-    Success(response, Summary(*manager_.Get(id)));
-    return true;
-  }
-  if (action == "verdicts") {
+  } else if (is_stop) {
+    StopCanary(manager_, id, response);
+  } else if (route->action == "verdicts") {
     Result<Json> history = VerdictHistory(meta_, id);
     if (!history) {
       Failure(response, 500, "internal", history.error().message());
-      return true;
+    } else {
+      Success(response, std::move(*history));
     }
-    Success(response, std::move(*history));
-    return true;
-  }
-  if (!action.empty()) {
+  } else if (!route->action.empty()) {
     Failure(response, 404, "not_found", "no endpoint " + std::string(path));
-    return true;
+  } else {
+    Success(response, CanaryDetail(*c, meta_, id));
   }
-  Json data = Summary(*c);
-  data["reason"] = Reason(*c);
-  data["report"] = Json::parse(analysis::ReportToJson(c->report));
-  Json actions = Json::array();
-  if (auto recorded = meta_.Actions(id)) {
-    for (const store::ActionRecord& a : *recorded) {
-      actions.push_back(
-          {{"name", a.name},
-           {"kind", a.kind},
-           {"at", a.at},
-           {"duration_ms", a.duration_ms},
-           {"ok", a.ok},
-           {"attempts", a.attempts},
-           {"detail", a.detail},
-           // "" in the record: the incident of the canary's fail
-           {"incident",
-            a.incident.empty() ? std::string(vocab::Name(vocab::Verdict::kFail)) : a.incident}});
-    }
-  }
-  data["actions"] = std::move(actions);
-  Success(response, std::move(data));
   return true;
 }
 

@@ -25,40 +25,9 @@ void Resolve(void* handle, Fn& out, std::initializer_list<const char*> names,
   if (sym == nullptr) missing.emplace_back(*names.begin());
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Library>> Library::Open(const std::string& path) {
-  std::unique_ptr<Library> lib(new Library());
-  lib->path_ = path;
-  // dlerror's text is per thread in glibc; Open runs once, at start-up.
-  dlerror();  // NOLINT(concurrency-mt-unsafe): clears a stale error
-  lib->handle_ = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
-  if (lib->handle_ == nullptr) {
-    const char* why = dlerror();  // NOLINT(concurrency-mt-unsafe): see above
-    return Error(StatusCode::kNotFound,
-                 "NVML is not available: cannot load " + path + " (" +
-                     (why != nullptr ? why : "unknown reason") +
-                     "); it comes with the NVIDIA driver: install the driver, or name the "
-                     "library with --nvml-library / nvml.library");
-  }
-  Api& a = lib->api_;
-  std::vector<std::string> required_missing;
-  Resolve(lib->handle_, a.init, {"nvmlInit_v2", "nvmlInit"}, required_missing);
-  Resolve(lib->handle_, a.shutdown, {"nvmlShutdown"}, required_missing);
-  Resolve(lib->handle_, a.error_string, {"nvmlErrorString"}, required_missing);
-  Resolve(lib->handle_, a.device_get_count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"},
-          required_missing);
-  Resolve(lib->handle_, a.device_get_handle_by_index,
-          {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, required_missing);
-  if (!required_missing.empty()) {
-    std::string names;
-    for (const std::string& n : required_missing) names += (names.empty() ? "" : ", ") + n;
-    return Error(StatusCode::kFailedPrecondition,
-                 path + " is not a usable NVML library: it lacks " + names);
-  }
-
-  std::vector<std::string>& m = lib->missing_;
-  void* h = lib->handle_;
+// The entry points gpucanary can run without; the first name of each that
+// resolves under none of its names goes to `m`.
+void ResolveOptional(void* h, Api& a, std::vector<std::string>& m) {
   Resolve(h, a.system_get_driver_version, {"nvmlSystemGetDriverVersion"}, m);
   Resolve(h, a.device_get_name, {"nvmlDeviceGetName"}, m);
   Resolve(h, a.device_get_uuid, {"nvmlDeviceGetUUID"}, m);
@@ -94,6 +63,41 @@ Result<std::unique_ptr<Library>> Library::Open(const std::string& path) {
   Resolve(h, a.gpm_sample_free, {"nvmlGpmSampleFree"}, m);
   Resolve(h, a.gpm_sample_get, {"nvmlGpmSampleGet"}, m);
   Resolve(h, a.gpm_metrics_get, {"nvmlGpmMetricsGet"}, m);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Library>> Library::Open(const std::string& path) {
+  std::unique_ptr<Library> lib(new Library());
+  lib->path_ = path;
+  // dlerror's text is per thread in glibc; Open runs once, at start-up.
+  dlerror();  // NOLINT(concurrency-mt-unsafe): clears a stale error
+  lib->handle_ = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (lib->handle_ == nullptr) {
+    const char* why = dlerror();  // NOLINT(concurrency-mt-unsafe): see above
+    return Error(StatusCode::kNotFound,
+                 "NVML is not available: cannot load " + path + " (" +
+                     (why != nullptr ? why : "unknown reason") +
+                     "); it comes with the NVIDIA driver: install the driver, or name the "
+                     "library with --nvml-library / nvml.library");
+  }
+  Api& a = lib->api_;
+  std::vector<std::string> required_missing;
+  Resolve(lib->handle_, a.init, {"nvmlInit_v2", "nvmlInit"}, required_missing);
+  Resolve(lib->handle_, a.shutdown, {"nvmlShutdown"}, required_missing);
+  Resolve(lib->handle_, a.error_string, {"nvmlErrorString"}, required_missing);
+  Resolve(lib->handle_, a.device_get_count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"},
+          required_missing);
+  Resolve(lib->handle_, a.device_get_handle_by_index,
+          {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, required_missing);
+  if (!required_missing.empty()) {
+    std::string names;
+    for (const std::string& n : required_missing) names += (names.empty() ? "" : ", ") + n;
+    return Error(StatusCode::kFailedPrecondition,
+                 path + " is not a usable NVML library: it lacks " + names);
+  }
+
+  ResolveOptional(lib->handle_, a, lib->missing_);
 
   const nvmlReturn_t rc = a.init();
   if (rc != NVML_SUCCESS) {

@@ -312,9 +312,22 @@ class ScenarioParser {
     Result<Fields> f = Fields::Read(r_, node, field, kEventKeys);
     if (!f) return f.error();
     ScenarioEvent event;
-    const YAML::Node* at = f->Find("at");
+    GC_RETURN_IF_ERROR(ReadEventTime(*f, field, &event));
+    Result<std::string_view> action = FindEventAction(*f, field);
+    if (!action) return action.error();
+    GC_RETURN_IF_ERROR(CheckEventKeys(*f, field, *action));
+    GC_RETURN_IF_ERROR(ReadEventAction(*f->Find(*action), Child(field, *action), *action, &event));
+    GC_RETURN_IF_ERROR(ReadEventTargets(*f, field, &event));
+    s_->events.push_back(std::move(event));
+    return Status::Ok();
+  }
+
+  // The event's `at`: required, within the scenario, not before the event
+  // before it.
+  Status ReadEventTime(const Fields& f, const std::string& field, ScenarioEvent* event) {
+    const YAML::Node* at = f.Find("at");
     if (at == nullptr)
-      return r_.Fail(f->mark(), Child(field, "at"), "required field is missing").value();
+      return r_.Fail(f.mark(), Child(field, "at"), "required field is missing").value();
     Result<double> at_s = ReadDuration(r_, *at, Child(field, "at"));
     if (!at_s) return at_s.error();
     if (*at_s < last_at_s_) {
@@ -327,68 +340,80 @@ class ScenarioParser {
     if (*at_s > s_->duration_s) {
       return r_.Fail(*at, Child(field, "at"), "after the end of the scenario (duration)").value();
     }
-    event.at_s = last_at_s_ = *at_s;
+    event->at_s = last_at_s_ = *at_s;
+    return Status::Ok();
+  }
 
+  // The one action key the event has (deploy, fault, ...).
+  Result<std::string_view> FindEventAction(const Fields& f, const std::string& field) {
     std::string_view action;
     for (std::string_view a : kEventActions) {
-      if (f->Find(a) == nullptr) continue;
+      if (f.Find(a) == nullptr) continue;
       if (!action.empty()) {
-        return r_
-            .Fail(f->mark(), field,
-                  "more than one action (" + std::string(action) + ", " + std::string(a) + ")")
-            .value();
+        return r_.Fail(
+            f.mark(), field,
+            "more than one action (" + std::string(action) + ", " + std::string(a) + ")");
       }
       action = a;
     }
     if (action.empty()) {
-      return r_
-          .Fail(f->mark(), field, "no action (expected one of " + JoinNames(kEventActions) + ")")
-          .value();
+      return r_.Fail(f.mark(), field,
+                     "no action (expected one of " + JoinNames(kEventActions) + ")");
     }
-    GC_RETURN_IF_ERROR(CheckEventKeys(*f, field, action));
-    const YAML::Node& value = *f->Find(action);
-    const std::string value_field = Child(field, action);
+    return action;
+  }
+
+  // The action's value: its kind and what it carries.
+  Status ReadEventAction(const YAML::Node& value, const std::string& value_field,
+                         std::string_view action, ScenarioEvent* event) {
     if (action == "deploy") {
-      event.kind = ScenarioEvent::kDeploy;
-      GC_RETURN_IF_ERROR(ReadRelease(value, value_field, &event.release));
-    } else if (action == "fault" || action == "clear_fault") {
-      event.kind = action == "fault" ? ScenarioEvent::kFault : ScenarioEvent::kClearFault;
-      if (!value.IsScalar() || !FaultKindFromName(value.Scalar(), &event.fault)) {
+      event->kind = ScenarioEvent::kDeploy;
+      return ReadRelease(value, value_field, &event->release);
+    }
+    if (action == "fault" || action == "clear_fault") {
+      event->kind = action == "fault" ? ScenarioEvent::kFault : ScenarioEvent::kClearFault;
+      if (!value.IsScalar() || !FaultKindFromName(value.Scalar(), &event->fault)) {
         return r_
             .Fail(value, value_field, "unknown fault kind (valid: " + JoinNames(kFaultNames) + ")")
             .value();
       }
-    } else if (action == "traffic") {
-      event.kind = ScenarioEvent::kTraffic;
-      GC_RETURN_IF_ERROR(ReadWeights(value, value_field, &event.weights));
-    } else if (action == "rps") {
-      event.kind = ScenarioEvent::kRps;
+      return Status::Ok();
+    }
+    if (action == "traffic") {
+      event->kind = ScenarioEvent::kTraffic;
+      return ReadWeights(value, value_field, &event->weights);
+    }
+    if (action == "rps") {
+      event->kind = ScenarioEvent::kRps;
       Result<double> rps = ReadRate(r_, value, value_field);
       if (!rps) return rps.error();
-      event.rps = *rps;
-    } else {
-      event.kind = ScenarioEvent::kCordon;
-      GC_RETURN_IF_ERROR(ReadEventNodes(value, value_field, &event.nodes));
+      event->rps = *rps;
+      return Status::Ok();
     }
-    if (const YAML::Node* nodes = f->Find("nodes")) {
-      GC_RETURN_IF_ERROR(ReadEventNodes(*nodes, Child(field, "nodes"), &event.nodes));
+    event->kind = ScenarioEvent::kCordon;
+    return ReadEventNodes(value, value_field, &event->nodes);
+  }
+
+  // The keys beside the action: nodes, gpus, params, scope.
+  Status ReadEventTargets(const Fields& f, const std::string& field, ScenarioEvent* event) {
+    if (const YAML::Node* nodes = f.Find("nodes")) {
+      GC_RETURN_IF_ERROR(ReadEventNodes(*nodes, Child(field, "nodes"), &event->nodes));
     }
-    if (const YAML::Node* gpus = f->Find("gpus")) {
-      GC_RETURN_IF_ERROR(ReadGpus(*gpus, Child(field, "gpus"), event.nodes, &event.gpus));
+    if (const YAML::Node* gpus = f.Find("gpus")) {
+      GC_RETURN_IF_ERROR(ReadGpus(*gpus, Child(field, "gpus"), event->nodes, &event->gpus));
     }
-    if (const YAML::Node* params = f->Find("params")) {
-      GC_RETURN_IF_ERROR(ReadParams(*params, Child(field, "params"), event.fault, &event.params));
+    if (const YAML::Node* params = f.Find("params")) {
+      GC_RETURN_IF_ERROR(ReadParams(*params, Child(field, "params"), event->fault, &event->params));
     }
-    if (const YAML::Node* scope = f->Find("scope")) {
+    if (const YAML::Node* scope = f.Find("scope")) {
       if (!scope->IsScalar() || !Contains(kFaultScopes, scope->Scalar())) {
         return r_
             .Fail(*scope, Child(field, "scope"),
                   "unknown scope (valid: " + JoinNames(kFaultScopes) + ")")
             .value();
       }
-      event.scope = *vocab::Parse<vocab::Scope>(scope->Scalar());
+      event->scope = *vocab::Parse<vocab::Scope>(scope->Scalar());
     }
-    s_->events.push_back(std::move(event));
     return Status::Ok();
   }
 
