@@ -221,25 +221,8 @@ void Validator::SwitchTo(int family) {
 
 bool Validator::OnMetadata(const MetadataView& m, std::uint64_t line, Violation& v) {
   (void)line;
-  int index;
-  if (current_ >= 0 && families_[static_cast<std::size_t>(current_)].name == m.name) {
-    index = current_;
-  } else {
-    auto it = family_by_name_.find(m.name);
-    if (it != family_by_name_.end()) {
-      if (format_ == Format::kPrometheusText) {
-        index = it->second;  // Prometheus accepts metadata anywhere
-      } else {
-        v.message = "metadata for metric family '" + std::string(m.name) +
-                    "' after the family ended (families must not be repeated or interleaved)";
-        return false;
-      }
-    } else {
-      index = NewFamily(m.name, v);
-      if (index < 0) return false;
-    }
-    SwitchTo(index);
-  }
+  const int index = FamilyForMetadata(m, v);
+  if (index < 0) return false;
   Family& f = families_[static_cast<std::size_t>(index)];
   const bool om = format_ == Format::kOpenMetrics;
   const char* what = m.kind == MetadataKind::kHelp   ? "HELP"
@@ -265,40 +248,65 @@ bool Validator::OnMetadata(const MetadataView& m, std::uint64_t line, Violation&
     }
   }
   seen = true;
-  if (m.kind == MetadataKind::kType) {
-    f.type = m.type;
-    // The bare family name was registered as a sample name while the type was
-    // unknown; drop it when the new type does not allow it (counter, histogram).
-    bool bare_allowed = false;
-    for (std::string_view sfx : AllowedSuffixes(f.type, format_)) bare_allowed |= sfx.empty();
-    if (!bare_allowed) {
-      auto bare = family_by_sample_name_.find(f.name);
-      if (bare != family_by_sample_name_.end() && bare->second == index) {
-        family_by_sample_name_.erase(bare);
-      }
-    }
-    if (om && f.has_unit && !f.unit.empty() &&
-        (f.type == MetricType::kInfo || f.type == MetricType::kStateSet)) {
-      v.message =
-          std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
-      return false;
-    }
-    return RegisterSampleNames(index, v);
+  if (m.kind == MetadataKind::kType) return OnType(index, m.type, v);
+  if (m.kind == MetadataKind::kUnit) return OnUnit(f, m.text, v);
+  return true;
+}
+
+int Validator::FamilyForMetadata(const MetadataView& m, Violation& v) {
+  if (current_ >= 0 && families_[static_cast<std::size_t>(current_)].name == m.name) {
+    return current_;
   }
-  if (m.kind == MetadataKind::kUnit) {
-    f.unit = std::string(m.text);
-    if (!f.unit.empty()) {
-      if (f.type == MetricType::kInfo || f.type == MetricType::kStateSet) {
-        v.message =
-            std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
-        return false;
-      }
-      if (!std::string_view(f.name).ends_with(f.unit)) {
-        v.message =
-            "unit '" + f.unit + "' must be a suffix of the metric family name '" + f.name + "'";
-        return false;
-      }
+  int index;
+  auto it = family_by_name_.find(m.name);
+  if (it != family_by_name_.end()) {
+    if (format_ != Format::kPrometheusText) {
+      v.message = "metadata for metric family '" + std::string(m.name) +
+                  "' after the family ended (families must not be repeated or interleaved)";
+      return -1;
     }
+    index = it->second;  // Prometheus accepts metadata anywhere
+  } else {
+    index = NewFamily(m.name, v);
+    if (index < 0) return -1;
+  }
+  SwitchTo(index);
+  return index;
+}
+
+bool Validator::OnType(int index, MetricType type, Violation& v) {
+  Family& f = families_[static_cast<std::size_t>(index)];
+  f.type = type;
+  // The bare family name was registered as a sample name while the type was
+  // unknown; drop it when the new type does not allow it (counter, histogram).
+  bool bare_allowed = false;
+  for (std::string_view sfx : AllowedSuffixes(f.type, format_)) bare_allowed |= sfx.empty();
+  if (!bare_allowed) {
+    auto bare = family_by_sample_name_.find(f.name);
+    if (bare != family_by_sample_name_.end() && bare->second == index) {
+      family_by_sample_name_.erase(bare);
+    }
+  }
+  if (format_ == Format::kOpenMetrics && f.has_unit && !f.unit.empty() &&
+      (f.type == MetricType::kInfo || f.type == MetricType::kStateSet)) {
+    v.message =
+        std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
+    return false;
+  }
+  return RegisterSampleNames(index, v);
+}
+
+bool Validator::OnUnit(Family& f, std::string_view unit, Violation& v) {
+  f.unit = std::string(unit);
+  if (f.unit.empty()) return true;
+  if (f.type == MetricType::kInfo || f.type == MetricType::kStateSet) {
+    v.message =
+        std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
+    return false;
+  }
+  if (!std::string_view(f.name).ends_with(f.unit)) {
+    v.message = "unit '" + f.unit + "' must be a suffix of the metric family name '" + f.name + "'";
+    return false;
   }
   return true;
 }
@@ -390,107 +398,128 @@ bool Validator::TrackSeries(const SampleView& s, std::uint64_t labels_hash, Viol
   return true;
 }
 
-bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const SampleView& s,
-                                 Violation& v) {
-  const double x = s.value;
-  const std::string name(s.name);
-  auto not_negative = [&](const char* what) {
-    if (std::isnan(x) || x < 0) {
-      v.message = std::string(what) + " '" + name + "' must not be NaN or negative";
+namespace {
+
+// False, with the message, when `s`'s value is NaN or negative.
+bool NotNegative(const SampleView& s, const char* what, Violation& v) {
+  if (std::isnan(s.value) || s.value < 0) {
+    v.message = std::string(what) + " '" + std::string(s.name) + "' must not be NaN or negative";
+    return false;
+  }
+  return true;
+}
+
+bool CheckHistogramValue(const std::string& family, MetricType type, std::string_view suffix,
+                         const SampleView& s, Violation& v) {
+  const bool bucket = suffix == "_bucket";
+  if (!bucket && s.Label("le")) {
+    v.message = "label 'le' is only allowed on _bucket samples of histogram '" + family + "'";
+    return false;
+  }
+  if (bucket || suffix == "_count" || suffix == "_gcount" ||
+      (suffix == "_sum" && type == MetricType::kHistogram)) {
+    if (!NotNegative(s, "histogram sample", v)) return false;
+  }
+  if (suffix == "_gsum" && std::isnan(s.value)) {
+    v.message = "gauge histogram '" + std::string(s.name) + "' must not be NaN";
+    return false;
+  }
+  return true;
+}
+
+bool CheckSummaryValue(const std::string& family, std::string_view suffix, const SampleView& s,
+                       Violation& v) {
+  if (!suffix.empty()) {
+    if (s.Label("quantile")) {
+      v.message =
+          "label 'quantile' is only allowed on the quantile samples of summary '" + family + "'";
       return false;
     }
-    return true;
-  };
+    return !((suffix == "_count" || suffix == "_sum") && !NotNegative(s, "summary sample", v));
+  }
+  auto q = s.Label("quantile");
+  double qv = 0;
+  if (!q) {
+    v.message = "summary sample '" + std::string(s.name) + "' needs a 'quantile' label";
+    return false;
+  }
+  if (!ParseBound(*q, qv) || std::isnan(qv) || qv < 0 || qv > 1) {
+    v.message =
+        "quantile '" + std::string(*q) + "' of summary '" + family + "' is not a number in [0, 1]";
+    return false;
+  }
+  if (s.value < 0) {
+    v.message = "summary quantile value of '" + std::string(s.name) + "' must not be negative";
+    return false;
+  }
+  return true;
+}
+
+bool CheckStateSetValue(const std::string& family, const SampleView& s, Violation& v) {
+  if (!s.Label(family)) {
+    v.message =
+        "stateset sample '" + std::string(s.name) + "' needs a label named '" + family + "'";
+    return false;
+  }
+  if (s.value != 0 && s.value != 1) {
+    v.message = "stateset value of '" + std::string(s.name) + "' must be 0 or 1";
+    return false;
+  }
+  return true;
+}
+
+// `allowed`: the sample is a counter's _total or a histogram's _bucket.
+bool CheckExemplar(const SampleView& s, bool allowed, Violation& v) {
+  if (!allowed) {
+    v.message =
+        "exemplars are only allowed on counter _total and histogram _bucket samples, "
+        "not on '" +
+        std::string(s.name) + "'";
+    return false;
+  }
+  std::size_t points = 0;
+  for (const LabelView& l : s.exemplar.labels) points += CodePoints(l.name) + CodePoints(l.value);
+  if (points > 128) {
+    v.message =
+        "exemplar labels have " + std::to_string(points) + " code points; at most 128 are allowed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const SampleView& s,
+                                 Violation& v) {
   bool exemplar_ok = false;
   switch (f.type) {
     case MetricType::kCounter:
       if (suffix == "_total") {
         exemplar_ok = true;
-        if (!not_negative("counter")) return false;
+        if (!NotNegative(s, "counter", v)) return false;
       }
       break;
     case MetricType::kHistogram:
-    case MetricType::kGaugeHistogram: {
-      const bool bucket = suffix == "_bucket";
-      exemplar_ok = bucket;
-      if (!bucket && s.Label("le")) {
-        v.message = "label 'le' is only allowed on _bucket samples of histogram '" + f.name + "'";
-        return false;
-      }
-      if (bucket || suffix == "_count" || suffix == "_gcount" ||
-          (suffix == "_sum" && f.type == MetricType::kHistogram)) {
-        if (!not_negative("histogram sample")) return false;
-      }
-      if (suffix == "_gsum" && std::isnan(x)) {
-        v.message = "gauge histogram '" + name + "' must not be NaN";
-        return false;
-      }
+    case MetricType::kGaugeHistogram:
+      exemplar_ok = suffix == "_bucket";
+      if (!CheckHistogramValue(f.name, f.type, suffix, s, v)) return false;
       break;
-    }
     case MetricType::kSummary:
-      if (suffix.empty()) {
-        auto q = s.Label("quantile");
-        double qv = 0;
-        if (!q) {
-          v.message = "summary sample '" + name + "' needs a 'quantile' label";
-          return false;
-        }
-        if (!ParseBound(*q, qv) || std::isnan(qv) || qv < 0 || qv > 1) {
-          v.message = "quantile '" + std::string(*q) + "' of summary '" + f.name +
-                      "' is not a number in [0, 1]";
-          return false;
-        }
-        if (x < 0) {
-          v.message = "summary quantile value of '" + name + "' must not be negative";
-          return false;
-        }
-      } else {
-        if (s.Label("quantile")) {
-          v.message = "label 'quantile' is only allowed on the quantile samples of summary '" +
-                      f.name + "'";
-          return false;
-        }
-        if ((suffix == "_count" || suffix == "_sum") && !not_negative("summary sample")) {
-          return false;
-        }
-      }
+      if (!CheckSummaryValue(f.name, suffix, s, v)) return false;
       break;
     case MetricType::kInfo:
-      if (x != 1) {
-        v.message = "info metric '" + name + "' must have the value 1";
+      if (s.value != 1) {
+        v.message = "info metric '" + std::string(s.name) + "' must have the value 1";
         return false;
       }
       break;
     case MetricType::kStateSet:
-      if (!s.Label(f.name)) {
-        v.message = "stateset sample '" + name + "' needs a label named '" + f.name + "'";
-        return false;
-      }
-      if (x != 0 && x != 1) {
-        v.message = "stateset value of '" + name + "' must be 0 or 1";
-        return false;
-      }
+      if (!CheckStateSetValue(f.name, s, v)) return false;
       break;
     default:
       break;
   }
-  if (s.has_exemplar) {
-    if (!exemplar_ok) {
-      v.message =
-          "exemplars are only allowed on counter _total and histogram _bucket samples, "
-          "not on '" +
-          name + "'";
-      return false;
-    }
-    std::size_t points = 0;
-    for (const LabelView& l : s.exemplar.labels) points += CodePoints(l.name) + CodePoints(l.value);
-    if (points > 128) {
-      v.message = "exemplar labels have " + std::to_string(points) +
-                  " code points; at most 128 are allowed";
-      return false;
-    }
-  }
-  return true;
+  return !s.has_exemplar || CheckExemplar(s, exemplar_ok, v);
 }
 
 bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView& s,

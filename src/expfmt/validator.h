@@ -131,6 +131,13 @@ class Validator {
 
   int ResolveFamily(const SampleView& s, std::string_view& suffix, Violation& v);
   int NewFamily(std::string_view name, Violation& v);
+  // The family metadata line `m` belongs to, switched to; -1 with `v` set
+  // when it may not come here.
+  int FamilyForMetadata(const MetadataView& m, Violation& v);
+  // A # TYPE line's effect on family `index`; false with `v` set.
+  bool OnType(int index, MetricType type, Violation& v);
+  // A # UNIT line's effect on `f`; false with `v` set.
+  bool OnUnit(Family& f, std::string_view unit, Violation& v);
   bool RegisterSampleNames(int family, Violation& v);
   bool CheckSampleValue(Family& f, std::string_view suffix, const SampleView& s, Violation& v);
   bool CheckGroup(Family& f, std::string_view suffix, const SampleView& s,
