@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "model/escaping.h"
 #include "recording/openmetrics_text.h"
 #include "recording/recording_writer.h"
 #include "store/matcher.h"
@@ -185,15 +186,15 @@ std::string CanaryLabels(
     const canary::CanaryView& c,
     std::initializer_list<std::pair<std::string_view, std::string_view>> more) {
   std::string out = "{canary=\"";
-  recording::AppendEscaped(out, c.id);
+  model::AppendEscaped(out, c.id);
   out += "\",release=\"";
-  recording::AppendEscaped(out, c.release_id);
+  model::AppendEscaped(out, c.release_id);
   out += '"';
   for (const auto& [name, value] : more) {
     out += ',';
     out += name;
     out += "=\"";
-    recording::AppendEscaped(out, value);
+    model::AppendEscaped(out, value);
     out += '"';
   }
   out += '}';

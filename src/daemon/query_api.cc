@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "daemon/api_format.h"
+#include "model/names.h"
 #include "net/url.h"
-#include "recording/openmetrics_text.h"
 #include "scrape/config.h"
 #include "store/matcher.h"
 
@@ -350,7 +350,7 @@ Answer<std::string> LabelValues(const Call& c) {
   if (!range) return tl::unexpected(range.error());
   // The name is a path segment: percent-decoded, then checked like Prometheus.
   auto name = net::PathDecode(c.arg);
-  if (!name || !recording::IsValidLabelName(*name)) {
+  if (!name || !model::IsValidLabelName(*name)) {
     return tl::unexpected(BadData("invalid label name: \"" + std::string(c.arg) + "\""));
   }
   return StringList(c.store.LabelValues(*name, range->first, range->second));

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "daemon/api_format.h"
+#include "model/escaping.h"
 #include "net/url.h"
-#include "recording/openmetrics_text.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -79,7 +79,7 @@ void AppendLabel(std::string& out, bool& first, std::string_view name, std::stri
   first = false;
   out += name;
   out += "=\"";
-  recording::AppendEscaped(out, value);
+  model::AppendEscaped(out, value);
   out += '"';
 }
 

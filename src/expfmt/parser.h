@@ -106,7 +106,5 @@ bool ParseValue(std::string_view token, Format format, double& out);
 // ParseTimestamp: 0.0.4 int64 milliseconds, or OpenMetrics float seconds
 // converted to milliseconds. Sets `clamped` when the OM value exceeds int64 ms.
 bool ParseTimestamp(std::string_view token, Format format, std::int64_t& out_ms, bool& clamped);
-// True when `s` is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool IsValidUtf8(std::string_view s);
 
 }  // namespace gpucanary::expfmt

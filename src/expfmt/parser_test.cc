@@ -198,14 +198,5 @@ TEST(ParserTest, TextAfterEofIsAnError) {
   EXPECT_NE(p.error().message.find("after '# EOF'"), std::string::npos);
 }
 
-TEST(ParserTest, Utf8Validation) {
-  EXPECT_TRUE(IsValidUtf8("plain ascii that is longer than eight bytes"));
-  EXPECT_TRUE(IsValidUtf8("\xe2\x98\x83 snowman"));
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
-  EXPECT_FALSE(IsValidUtf8("abc\xe2\x98"));       // truncated
-  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // > U+10FFFF
-}
-
 }  // namespace
 }  // namespace gpucanary::expfmt

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <utility>
 
+#include "model/escaping.h"
+#include "model/names.h"
+#include "model/utf8.h"
 #include "recording/openmetrics_text.h"
 
 namespace gpucanary::recording {
@@ -92,10 +95,10 @@ RecordingWriter::~RecordingWriter() {
 
 Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
                                       std::string_view help) {
-  if (!IsValidMetricName(name)) {
+  if (!model::IsValidMetricName(name)) {
     return Status(StatusCode::kInvalidArgument, "invalid metric name '" + std::string(name) + "'");
   }
-  if (!IsValidUtf8(help)) {
+  if (!model::IsValidUtf8(help)) {
     return Status(StatusCode::kInvalidArgument,
                   "help text of '" + std::string(name) + "' is not valid UTF-8");
   }
@@ -111,7 +114,7 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   if (kind == MetricKind::kCounter && EndsWith(name, kTotalSuffix)) {
     exposed_kind = MetricKind::kCounter;
     family_name.resize(name.size() - kTotalSuffix.size());
-    if (!IsValidMetricName(family_name)) {
+    if (!model::IsValidMetricName(family_name)) {
       return Status(StatusCode::kInvalidArgument,
                     "counter '" + std::string(name) + "' has no family name before _total");
     }
@@ -248,7 +251,7 @@ Status RecordingWriter::CheckUsable() const {
 
 Status RecordingWriter::ValidateLabels(std::span<const Label> labels) const {
   for (size_t i = 0; i < labels.size(); ++i) {
-    if (!IsValidLabelName(labels[i].name)) {
+    if (!model::IsValidLabelName(labels[i].name)) {
       return Status(StatusCode::kInvalidArgument,
                     "invalid label name '" + std::string(labels[i].name) + "'");
     }
@@ -283,7 +286,7 @@ Status RecordingWriter::UseLabels(std::span<const Label> labels) {
     text += text.empty() ? '{' : ',';
     text += label.name;
     text += "=\"";
-    AppendEscaped(text, label.value);
+    model::AppendEscaped(text, label.value);
     text += '"';
   }
   if (!text.empty()) text += '}';
@@ -292,7 +295,7 @@ Status RecordingWriter::UseLabels(std::span<const Label> labels) {
   auto it = label_set_ids_.find(std::string_view(text));
   if (it == label_set_ids_.end()) {
     for (const Label& label : labels) {
-      if (!IsValidUtf8(label.value)) {
+      if (!model::IsValidUtf8(label.value)) {
         return Status(StatusCode::kInvalidArgument,
                       "value of label '" + std::string(label.name) + "' is not valid UTF-8");
       }
@@ -315,7 +318,7 @@ void RecordingWriter::AppendMetadata(Family& family) {
     buffer_ += "# HELP ";
     buffer_ += family.family_name;
     buffer_ += ' ';
-    AppendEscaped(buffer_, family.help);
+    model::AppendEscaped(buffer_, family.help);
     buffer_ += '\n';
   }
   buffer_ += "# TYPE ";

@@ -8,8 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "model/names.h"
+#include "model/utf8.h"
 #include "net/http_message.h"
-#include "recording/openmetrics_text.h"
 #include "remote/remote_write.pb.h"
 
 namespace gpucanary::remote {
@@ -196,15 +197,15 @@ Status CheckSeriesLabels(const store::Labels& labels, std::size_t index) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
     const store::Label& l = labels[i];
     if (l.name.empty()) return LabelError(index, i, l, "empty name");
-    if (!recording::IsValidLabelName(l.name)) return LabelError(index, i, l, "invalid name");
+    if (!model::IsValidLabelName(l.name)) return LabelError(index, i, l, "invalid name");
     if (i > 0 && labels[i - 1].name == l.name) return LabelError(index, i, l, "duplicate name");
     if (i > 0 && labels[i - 1].name > l.name) {
       return LabelError(index, i, l, "not sorted (after '" + labels[i - 1].name + "')");
     }
     if (l.value.empty()) return LabelError(index, i, l, "empty value");
-    if (!recording::IsValidUtf8(l.value)) return LabelError(index, i, l, "value is not UTF-8");
+    if (!model::IsValidUtf8(l.value)) return LabelError(index, i, l, "value is not UTF-8");
     if (l.name == store::kMetricNameLabel) {
-      if (!recording::IsValidMetricName(l.value)) {
+      if (!model::IsValidMetricName(l.value)) {
         return LabelError(index, i, l, "invalid metric name '" + l.value + "'");
       }
       has_name = true;

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "model/names.h"
 #include "net/url.h"
 
 namespace gpucanary::scrape {
@@ -32,7 +33,7 @@ Result<Target> MakeTarget(const JobConfig& job, std::string_view address,
   // Later entries of the group win, as in a Go map read from a file.
   std::map<std::string, std::string, std::less<>> labels;
   for (const auto& [name, value] : group.labels) {
-    if (!IsValidLabelName(name)) return fail("invalid label name '" + name + "'");
+    if (!model::IsValidLabelName(name)) return fail("invalid label name '" + name + "'");
     labels[name] = value;
   }
   // Prometheus fills these only where the discovered labels leave them empty.

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "recording/openmetrics_text.h"
+#include "model/escaping.h"
+#include "model/names.h"
+#include "model/utf8.h"
 
 namespace gpucanary::store {
 namespace {
@@ -28,13 +30,13 @@ Status ValidateLabels(const Labels& labels) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
     const Label& l = labels[i];
     if (l.name.empty()) return LabelError(i, l, "empty name");
-    if (!recording::IsValidLabelName(l.name)) return LabelError(i, l, "invalid name");
+    if (!model::IsValidLabelName(l.name)) return LabelError(i, l, "invalid name");
     if (i > 0 && labels[i - 1].name == l.name) return LabelError(i, l, "duplicate name");
     if (i > 0 && labels[i - 1].name > l.name) return LabelError(i, l, "names not sorted");
     if (l.value.empty()) return LabelError(i, l, "empty value");
-    if (!recording::IsValidUtf8(l.value)) return LabelError(i, l, "value is not valid UTF-8");
+    if (!model::IsValidUtf8(l.value)) return LabelError(i, l, "value is not valid UTF-8");
     if (l.name == kMetricNameLabel) {
-      if (!recording::IsValidMetricName(l.value))
+      if (!model::IsValidMetricName(l.value))
         return LabelError(i, l, "invalid metric name '" + l.value + "'");
       has_name = true;
     }
@@ -75,7 +77,7 @@ std::string LabelsToString(const Labels& labels) {
     first = false;
     out += l.name;
     out += "=\"";
-    recording::AppendEscaped(out, l.value);
+    model::AppendEscaped(out, l.value);
     out += '"';
   }
   out += '}';

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "model/escaping.h"
 #include "store/labels.h"
 
 namespace gpucanary::store {
@@ -45,14 +46,7 @@ bool Matcher::Matches(std::string_view value) const {
 std::string Matcher::ToString() const {
   static constexpr const char* kOps[] = {"=", "!=", "=~", "!~"};
   std::string out = name_ + kOps[static_cast<int>(type_)] + "\"";
-  for (char c : value_) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
+  model::AppendEscaped(out, value_);
   return out + "\"";
 }
 
