@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "model/labels.h"
 #include "net/gzip.h"
 #include "net/http_client.h"
 #include "scrape/ingester.h"
@@ -35,7 +36,6 @@
 #include "sim/live.h"
 #include "sim/scenario.h"
 #include "store/appender.h"
-#include "store/labels.h"
 
 namespace {
 
@@ -61,8 +61,8 @@ class CountingAppendable final : public store::Appendable {
   class CountingAppender final : public store::Appender {
    public:
     explicit CountingAppender(CountingAppendable& owner) : owner_(owner) {}
-    Result<store::SeriesRef> Series(const store::Labels& labels) override {
-      const std::uint64_t h = store::LabelsHash(labels);
+    Result<store::SeriesRef> Series(const model::Labels& labels) override {
+      const std::uint64_t h = model::LabelsHash(labels);
       std::lock_guard lock(owner_.mu_);
       return owner_.refs_.emplace(h, owner_.refs_.size()).first->second;
     }

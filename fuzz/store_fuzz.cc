@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/matcher.h"
 #include "store/chunk.h"
-#include "store/matcher.h"
 
 namespace st = gpucanary::store;
 

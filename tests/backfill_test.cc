@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "store/matcher.h"
+#include "model/matcher.h"
 #include "store/store.h"
 
 namespace {

@@ -97,14 +97,14 @@ class FileLoader {
   const std::string& io_error() const { return io_error_; }
 
  private:
-  static store::Labels LabelsOf(const expfmt::SampleView& s) {
-    store::Labels labels;
+  static model::Labels LabelsOf(const expfmt::SampleView& s) {
+    model::Labels labels;
     labels.reserve(s.labels.size() + 1);
-    labels.push_back({std::string(store::kMetricNameLabel), std::string(s.name)});
+    labels.push_back({std::string(model::kMetricNameLabel), std::string(s.name)});
     for (const expfmt::LabelView& l : s.labels) {
       labels.push_back({std::string(l.name), std::string(l.value)});
     }
-    store::SortLabels(labels);
+    model::SortLabels(labels);
     return labels;
   }
 

@@ -38,8 +38,8 @@
 #include "dcgm/fields.h"
 #include "expfmt/reader.h"
 #include "importers/csv_line.h"
-#include "store/labels.h"
-#include "store/matcher.h"
+#include "model/labels.h"
+#include "model/matcher.h"
 
 namespace gpucanary::cli {
 namespace {
@@ -221,9 +221,9 @@ struct TelemetrySeries {
   std::vector<std::pair<std::int64_t, double>> samples;  // (ms, value) in file order
 };
 
-bool Matches(const std::vector<store::Matcher>& matchers, const expfmt::SampleView& sample) {
-  for (const store::Matcher& m : matchers) {
-    const std::string_view value = m.name() == store::kMetricNameLabel
+bool Matches(const std::vector<model::Matcher>& matchers, const expfmt::SampleView& sample) {
+  for (const model::Matcher& m : matchers) {
+    const std::string_view value = m.name() == model::kMetricNameLabel
                                        ? sample.name
                                        : sample.Label(m.name()).value_or(std::string_view());
     if (!m.Matches(value)) return false;
@@ -232,12 +232,12 @@ bool Matches(const std::vector<store::Matcher>& matchers, const expfmt::SampleVi
 }
 
 std::string SeriesId(const expfmt::SampleView& sample) {
-  store::Labels labels{{std::string(store::kMetricNameLabel), std::string(sample.name)}};
+  model::Labels labels{{std::string(model::kMetricNameLabel), std::string(sample.name)}};
   for (const expfmt::LabelView& l : sample.labels) {
     labels.push_back({std::string(l.name), std::string(l.value)});
   }
-  store::SortLabels(labels);
-  return store::LabelsToString(labels);
+  model::SortLabels(labels);
+  return model::LabelsToString(labels);
 }
 
 // Counters are cumulative: an OpenMetrics or Prometheus counter family, a
@@ -252,7 +252,7 @@ bool IsCounter(const expfmt::SampleView& sample, expfmt::MetricType type,
 }
 
 Result<std::map<std::string, TelemetrySeries>> CollectMatching(
-    const std::string& path, const std::vector<store::Matcher>& matchers) {
+    const std::string& path, const std::vector<model::Matcher>& matchers) {
   std::map<std::string, TelemetrySeries> found;
   const auto on_sample = [&](const expfmt::SampleView& sample, std::string_view /*family*/,
                              expfmt::MetricType type) {
@@ -370,7 +370,7 @@ std::vector<double> OnGrid(const TelemetrySeries& series, const Grid& grid) {
 }
 
 Result<Series> ReadTelemetry(const ChangepointsArgs& args) {
-  Result<std::vector<store::Matcher>> matchers = store::ParseSelector(args.series);
+  Result<std::vector<model::Matcher>> matchers = model::ParseSelector(args.series);
   if (!matchers) {
     return Error(StatusCode::kInvalidArgument, "--series: " + matchers.error().message());
   }

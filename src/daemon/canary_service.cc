@@ -11,9 +11,9 @@
 #include <utility>
 
 #include "model/escaping.h"
+#include "model/matcher.h"
 #include "recording/openmetrics_text.h"
 #include "recording/recording_writer.h"
-#include "store/matcher.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::daemon {
@@ -162,7 +162,7 @@ Result<std::optional<std::string>> CanaryService::OnRelease(const releases::Rele
   request.targets = release.targets;
   request.previous = release.previous;
   if (!release.selector.empty()) {
-    auto matchers = store::ParseSelector(release.selector);
+    auto matchers = model::ParseSelector(release.selector);
     if (!matchers) {
       return Error(StatusCode::kInvalidArgument,
                    "release " + release.id + ": selector: " + matchers.error().message());
@@ -336,11 +336,11 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
     std::size_t series;
     double v;
   };
-  std::vector<store::Labels> series;
+  std::vector<model::Labels> series;
   std::vector<Row> rows;
   for (std::string_view label : {"Hostname", "hostname"}) {
-    auto matcher = store::Matcher::Make(store::Matcher::Type::kRegex, std::string(label),
-                                        store::ExactAlternation(hosts));
+    auto matcher = model::Matcher::Make(model::Matcher::Type::kRegex, std::string(label),
+                                        model::ExactAlternation(hosts));
     if (!matcher) return matcher.error();
     auto got = store_.Select({*matcher}, from_ms, to_ms);
     if (!got) return got.error();
@@ -358,9 +358,9 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
   // as histograms so that the bundle replays their quantiles; every other
   // name is "unknown", kept as scraped (the judge knows DCGM's counters).
   std::set<std::string> histograms;
-  for (const store::Labels& l : series) {
-    const std::string_view name = store::LabelValue(l, store::kMetricNameLabel);
-    if (name.ends_with("_bucket") && !store::LabelValue(l, "le").empty()) {
+  for (const model::Labels& l : series) {
+    const std::string_view name = model::LabelValue(l, model::kMetricNameLabel);
+    if (name.ends_with("_bucket") && !model::LabelValue(l, "le").empty()) {
       histograms.emplace(name.substr(0, name.size() - 7));
     }
   }
@@ -384,17 +384,17 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
   };
   std::vector<SeriesKey> keys(series.size());
   for (std::size_t i = 0; i < series.size(); ++i) {
-    const std::string name(store::LabelValue(series[i], store::kMetricNameLabel));
+    const std::string name(model::LabelValue(series[i], model::kMetricNameLabel));
     const std::string histogram = histogram_of(name);
     SeriesKey& k = keys[i];
     k.family = histogram.empty() ? name : histogram;
-    for (const store::Label& label : series[i]) {
-      if (label.name == store::kMetricNameLabel || label.name == "le") continue;
+    for (const model::Label& label : series[i]) {
+      if (label.name == model::kMetricNameLabel || label.name == "le") continue;
       k.labels += label.name + '\x01' + label.value + '\x02';
     }
     if (!histogram.empty()) {
       k.part = name.ends_with("_count") ? 1 : name.ends_with("_sum") ? 2 : 0;
-      const std::string le(store::LabelValue(series[i], "le"));
+      const std::string le(model::LabelValue(series[i], "le"));
       k.le =
           le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
     }
@@ -415,8 +415,8 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
   std::set<std::string> declared;
   std::vector<recording::Label> labels;
   for (const Row& row : rows) {
-    const store::Labels& l = series[row.series];
-    const std::string name(store::LabelValue(l, store::kMetricNameLabel));
+    const model::Labels& l = series[row.series];
+    const std::string name(model::LabelValue(l, model::kMetricNameLabel));
     if (declared.insert(name).second) {
       const std::string histogram = histogram_of(name);
       GC_RETURN_IF_ERROR(
@@ -425,8 +425,8 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
               : (*writer)->DeclareFamily(histogram, recording::MetricKind::kHistogram, ""));
     }
     labels.clear();
-    for (const store::Label& label : l) {
-      if (label.name != store::kMetricNameLabel) labels.push_back({label.name, label.value});
+    for (const model::Label& label : l) {
+      if (label.name != model::kMetricNameLabel) labels.push_back({label.name, label.value});
     }
     GC_RETURN_IF_ERROR((*writer)->Append(name, labels, row.v, row.t));
   }

@@ -13,7 +13,7 @@ std::string Target::Key() const {
   std::string key = job;
   key += '\n';
   key += url;
-  for (const store::Label& l : labels) {
+  for (const model::Label& l : labels) {
     key += '\n';
     key += l.name;
     key += '=';
@@ -92,7 +92,7 @@ TargetMatcher MatchHosts(std::vector<std::string> hosts) {
     for (const std::string& h : hosts) {
       if (h == instance || h == instance_host || h == t.host) return true;
       for (const char* name : {"hostname", "Hostname", "node", "host"}) {
-        if (store::LabelValue(t.labels, name) == h) return true;
+        if (model::LabelValue(t.labels, name) == h) return true;
       }
     }
     return false;

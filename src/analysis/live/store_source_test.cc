@@ -62,9 +62,9 @@ class Fixture {
     std::vector<recording::Label> rl;
     for (const auto& [k, val] : labels) rl.push_back({k, val});
     ASSERT_TRUE(w.Append(name, rl, v, ms).ok()) << name;
-    store::Labels sl = {{"__name__", name}};
+    model::Labels sl = {{"__name__", name}};
     for (const auto& [k, val] : labels) sl.push_back({k, val});
-    store::SortLabels(sl);
+    model::SortLabels(sl);
     auto ref = app_->Series(sl);
     ASSERT_TRUE(ref.has_value()) << ref.error().ToString();
     ASSERT_TRUE(app_->Append(*ref, ms, v).ok());
@@ -126,8 +126,8 @@ class Fixture {
 using testing::Describe;
 using testing::Num;
 
-std::vector<store::Matcher> Hosts(const char* regex) {
-  return {*store::Matcher::Make(store::Matcher::Type::kRegex, "Hostname", regex)};
+std::vector<model::Matcher> Hosts(const char* regex) {
+  return {*model::Matcher::Make(model::Matcher::Type::kRegex, "Hostname", regex)};
 }
 
 class StoreSourceTest : public ::testing::Test {

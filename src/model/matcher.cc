@@ -1,13 +1,13 @@
-#include "store/matcher.h"
+#include "model/matcher.h"
 
 #include <re2/re2.h>
 
 #include <utility>
 
 #include "model/escaping.h"
-#include "store/labels.h"
+#include "model/labels.h"
 
-namespace gpucanary::store {
+namespace gpucanary::model {
 
 Result<Matcher> Matcher::Make(Type type, std::string name, std::string value) {
   Matcher m;
@@ -217,4 +217,4 @@ std::string ExactAlternation(const std::vector<std::string>& values) {
   return regex;
 }
 
-}  // namespace gpucanary::store
+}  // namespace gpucanary::model

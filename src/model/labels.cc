@@ -1,4 +1,4 @@
-#include "store/labels.h"
+#include "model/labels.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -10,7 +10,7 @@
 #include "model/names.h"
 #include "model/utf8.h"
 
-namespace gpucanary::store {
+namespace gpucanary::model {
 namespace {
 
 Status LabelError(std::size_t i, const Label& l, std::string_view what) {
@@ -84,4 +84,4 @@ std::string LabelsToString(const Labels& labels) {
   return out;
 }
 
-}  // namespace gpucanary::store
+}  // namespace gpucanary::model
