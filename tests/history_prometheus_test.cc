@@ -629,7 +629,7 @@ std::vector<Recorded> SimTelemetry(std::int64_t shift_ms) {
   text << in.rdbuf();
   expfmt::ExpositionReader reader(
       expfmt::Format::kOpenMetrics, path.string(), expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
+      [&](const expfmt::SampleView& s, std::string_view, model::MetricType) {
         model::Labels labels = {{"__name__", std::string(s.name)}};
         for (const auto& l : s.labels)
           labels.push_back({std::string(l.name), std::string(l.value)});

@@ -62,7 +62,7 @@ inline void LoadRecording(const std::filesystem::path& path, store::Store& store
   std::size_t pending = 0;
   expfmt::ExpositionReader reader(
       expfmt::Format::kOpenMetrics, path.string(), expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
+      [&](const expfmt::SampleView& s, std::string_view, model::MetricType) {
         model::Labels labels = {{"__name__", std::string(s.name)}};
         for (const auto& l : s.labels)
           labels.push_back({std::string(l.name), std::string(l.value)});

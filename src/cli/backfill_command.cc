@@ -171,7 +171,7 @@ bool BackfillFile(const std::string& file, const BackfillArgs& args, store::Stor
   FileLoader loader(store, file);
   auto report = expfmt::ReadFile(file, read_options,
                                  [&loader](const expfmt::SampleView& s, std::string_view,
-                                           expfmt::MetricType) { loader.Add(s); });
+                                           model::MetricType) { loader.Add(s); });
   const bool committed = loader.Commit();
   if (!report) {
     ctx.err << "gpucanary backfill: " << report.error().message() << "\n";

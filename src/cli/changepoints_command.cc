@@ -244,9 +244,9 @@ std::string SeriesId(const expfmt::SampleView& sample) {
 // histogram's buckets, count and sum, a name ending in _total, or a DCGM
 // field the catalog calls a counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION is
 // exposed as "unknown").
-bool IsCounter(const expfmt::SampleView& sample, expfmt::MetricType type,
+bool IsCounter(const expfmt::SampleView& sample, model::MetricType type,
                const dcgm::FieldInfo* field) {
-  if (type == expfmt::MetricType::kCounter || type == expfmt::MetricType::kHistogram) return true;
+  if (type == model::MetricType::kCounter || type == model::MetricType::kHistogram) return true;
   if (sample.name.ends_with("_total")) return true;
   return field != nullptr && field->kind == dcgm::ValueKind::kCounter;
 }
@@ -255,7 +255,7 @@ Result<std::map<std::string, TelemetrySeries>> CollectMatching(
     const std::string& path, const std::vector<model::Matcher>& matchers) {
   std::map<std::string, TelemetrySeries> found;
   const auto on_sample = [&](const expfmt::SampleView& sample, std::string_view /*family*/,
-                             expfmt::MetricType type) {
+                             model::MetricType type) {
     if (!Matches(matchers, sample)) return;
     TelemetrySeries& series = found[SeriesId(sample)];
     const dcgm::FieldInfo* field = dcgm::FindFieldByName(sample.name);

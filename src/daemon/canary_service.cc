@@ -421,8 +421,8 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
       const std::string histogram = histogram_of(name);
       GC_RETURN_IF_ERROR(
           histogram.empty()
-              ? (*writer)->DeclareFamily(name, recording::MetricKind::kUnknown, "")
-              : (*writer)->DeclareFamily(histogram, recording::MetricKind::kHistogram, ""));
+              ? (*writer)->DeclareFamily(name, model::MetricType::kUnknown, "")
+              : (*writer)->DeclareFamily(histogram, model::MetricType::kHistogram, ""));
     }
     labels.clear();
     for (const model::Label& label : l) {

@@ -510,26 +510,26 @@ Entry Parser::ParseComment(const char* p, const char* line_end) {
 
 namespace {
 
-bool ParseTypeName(std::string_view t, Format format, MetricType& out) {
+bool ParseTypeName(std::string_view t, Format format, model::MetricType& out) {
   if (t == "counter")
-    out = MetricType::kCounter;
+    out = model::MetricType::kCounter;
   else if (t == "gauge")
-    out = MetricType::kGauge;
+    out = model::MetricType::kGauge;
   else if (t == "histogram")
-    out = MetricType::kHistogram;
+    out = model::MetricType::kHistogram;
   else if (t == "summary")
-    out = MetricType::kSummary;
+    out = model::MetricType::kSummary;
   else if (format == Format::kPrometheusText) {
     if (t != "untyped") return false;
-    out = MetricType::kUnknown;
+    out = model::MetricType::kUnknown;
   } else if (t == "gaugehistogram")
-    out = MetricType::kGaugeHistogram;
+    out = model::MetricType::kGaugeHistogram;
   else if (t == "info")
-    out = MetricType::kInfo;
+    out = model::MetricType::kInfo;
   else if (t == "stateset")
-    out = MetricType::kStateSet;
+    out = model::MetricType::kStateSet;
   else if (t == "unknown")
-    out = MetricType::kUnknown;
+    out = model::MetricType::kUnknown;
   else
     return false;
   return true;

@@ -143,7 +143,7 @@ TEST(ParserTest, MetadataPrometheus) {
   EXPECT_EQ(p.metadata().kind, MetadataKind::kHelp);
   EXPECT_EQ(p.metadata().text, "Some \\ help \n \\\"q\\\"");  // \" is no escape in 0.0.4 HELP
   ASSERT_EQ(p.Next(), Entry::kMetadata);
-  EXPECT_EQ(p.metadata().type, MetricType::kCounter);
+  EXPECT_EQ(p.metadata().type, model::MetricType::kCounter);
   ASSERT_EQ(p.Next(), Entry::kMetadata);  // comment skipped; empty HELP accepted
   EXPECT_EQ(p.metadata().name, "e");
   EXPECT_EQ(p.metadata().text, "");

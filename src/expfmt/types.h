@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/metric_type.h"
+
 namespace gpucanary::expfmt {
 
 enum class Format : std::uint8_t {
@@ -20,20 +22,6 @@ enum class Format : std::uint8_t {
 };
 
 std::string_view FormatName(Format format);
-
-// "untyped" (0.0.4) and "unknown" (OpenMetrics) are the same thing: kUnknown.
-enum class MetricType : std::uint8_t {
-  kUnknown,
-  kCounter,
-  kGauge,
-  kHistogram,
-  kGaugeHistogram,
-  kSummary,
-  kInfo,
-  kStateSet,
-};
-
-std::string_view MetricTypeName(MetricType type);
 
 // A label as it appears on a sample. Both views point into the parsed buffer or
 // into the parser's scratch space (when the value had escapes); they stay valid
@@ -78,7 +66,7 @@ struct MetadataView {
   MetadataKind kind = MetadataKind::kHelp;
   std::string_view name;
   std::string_view text;  // HELP text (unescaped) or UNIT text
-  MetricType type = MetricType::kUnknown;
+  model::MetricType type = model::MetricType::kUnknown;
 };
 
 // Where and why input was rejected. Line and column are 1-based; the column

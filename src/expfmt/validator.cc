@@ -25,35 +25,35 @@ constexpr std::string_view kInfo[] = {"_info"};
 
 // Sample-name suffixes each family type allows (OpenMetrics 1.0, "Metric types";
 // for 0.0.4, the histogram and summary conventions of exposition_formats.md).
-Suffixes AllowedSuffixes(MetricType type, Format format) {
+Suffixes AllowedSuffixes(model::MetricType type, Format format) {
   if (format == Format::kPrometheusText) {
     switch (type) {
-      case MetricType::kHistogram:
+      case model::MetricType::kHistogram:
         return kPromHistogram;
-      case MetricType::kSummary:
+      case model::MetricType::kSummary:
         return kPromSummary;
       default:
         return kBare;
     }
   }
   switch (type) {
-    case MetricType::kCounter:
+    case model::MetricType::kCounter:
       return kCounter;
-    case MetricType::kHistogram:
+    case model::MetricType::kHistogram:
       return kHistogram;
-    case MetricType::kGaugeHistogram:
+    case model::MetricType::kGaugeHistogram:
       return kGaugeHistogram;
-    case MetricType::kSummary:
+    case model::MetricType::kSummary:
       return kSummary;
-    case MetricType::kInfo:
+    case model::MetricType::kInfo:
       return kInfo;
     default:
       return kBare;
   }
 }
 
-bool MatchSuffix(std::string_view family, MetricType type, Format format, std::string_view sample,
-                 std::string_view& suffix) {
+bool MatchSuffix(std::string_view family, model::MetricType type, Format format,
+                 std::string_view sample, std::string_view& suffix) {
   if (!sample.starts_with(family)) return false;
   const std::string_view rest = sample.substr(family.size());
   for (std::string_view s : AllowedSuffixes(type, format)) {
@@ -65,7 +65,7 @@ bool MatchSuffix(std::string_view family, MetricType type, Format format, std::s
   return false;
 }
 
-std::string ExpectedNames(std::string_view family, MetricType type) {
+std::string ExpectedNames(std::string_view family, model::MetricType type) {
   std::string out;
   for (std::string_view s : AllowedSuffixes(type, Format::kOpenMetrics)) {
     if (!out.empty()) out += ", ";
@@ -164,8 +164,9 @@ std::string_view Validator::current_family() const {
   return current_ < 0 ? std::string_view() : families_[static_cast<std::size_t>(current_)].name;
 }
 
-MetricType Validator::current_type() const {
-  return current_ < 0 ? MetricType::kUnknown : families_[static_cast<std::size_t>(current_)].type;
+model::MetricType Validator::current_type() const {
+  return current_ < 0 ? model::MetricType::kUnknown
+                      : families_[static_cast<std::size_t>(current_)].type;
 }
 
 int Validator::NewFamily(std::string_view name, Violation& v) {
@@ -194,8 +195,9 @@ bool Validator::RegisterSampleNames(int index, Violation& v) {
     if (format_ == Format::kOpenMetrics && !suffix.empty()) {
       auto other = family_by_name_.find(sample_name);
       if (other != family_by_name_.end() && other->second != index) {
-        v.message = "sample name '" + sample_name + "' of " + std::string(MetricTypeName(f.type)) +
-                    " family '" + f.name + "' clashes with metric family '" + sample_name + "'";
+        v.message = "sample name '" + sample_name + "' of " +
+                    std::string(model::MetricTypeName(f.type)) + " family '" + f.name +
+                    "' clashes with metric family '" + sample_name + "'";
         return false;
       }
     }
@@ -278,9 +280,9 @@ bool Validator::OnMetadata(const MetadataView& m, std::uint64_t line, Violation&
       }
     }
     if (om && f.has_unit && !f.unit.empty() &&
-        (f.type == MetricType::kInfo || f.type == MetricType::kStateSet)) {
-      v.message =
-          std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
+        (f.type == model::MetricType::kInfo || f.type == model::MetricType::kStateSet)) {
+      v.message = std::string(model::MetricTypeName(f.type)) + " family '" + f.name +
+                  "' must not have a unit";
       return false;
     }
     return RegisterSampleNames(index, v);
@@ -288,9 +290,9 @@ bool Validator::OnMetadata(const MetadataView& m, std::uint64_t line, Violation&
   if (m.kind == MetadataKind::kUnit) {
     f.unit = std::string(m.text);
     if (!f.unit.empty()) {
-      if (f.type == MetricType::kInfo || f.type == MetricType::kStateSet) {
-        v.message =
-            std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
+      if (f.type == model::MetricType::kInfo || f.type == model::MetricType::kStateSet) {
+        v.message = std::string(model::MetricTypeName(f.type)) + " family '" + f.name +
+                    "' must not have a unit";
         return false;
       }
       if (!std::string_view(f.name).ends_with(f.unit)) {
@@ -325,7 +327,7 @@ int Validator::ResolveFamily(const SampleView& s, std::string_view& suffix, Viol
   if (named != family_by_name_.end() && format_ == Format::kOpenMetrics) {
     const Family& f = families_[static_cast<std::size_t>(named->second)];
     v.message = "sample name '" + std::string(s.name) + "' does not fit " +
-                std::string(MetricTypeName(f.type)) + " family '" + f.name + "' (expected " +
+                std::string(model::MetricTypeName(f.type)) + " family '" + f.name + "' (expected " +
                 ExpectedNames(f.name, f.type) + ")";
     return -1;
   }
@@ -403,14 +405,14 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
   };
   bool exemplar_ok = false;
   switch (f.type) {
-    case MetricType::kCounter:
+    case model::MetricType::kCounter:
       if (suffix == "_total") {
         exemplar_ok = true;
         if (!not_negative("counter")) return false;
       }
       break;
-    case MetricType::kHistogram:
-    case MetricType::kGaugeHistogram: {
+    case model::MetricType::kHistogram:
+    case model::MetricType::kGaugeHistogram: {
       const bool bucket = suffix == "_bucket";
       exemplar_ok = bucket;
       if (!bucket && s.Label("le")) {
@@ -418,7 +420,7 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
         return false;
       }
       if (bucket || suffix == "_count" || suffix == "_gcount" ||
-          (suffix == "_sum" && f.type == MetricType::kHistogram)) {
+          (suffix == "_sum" && f.type == model::MetricType::kHistogram)) {
         if (!not_negative("histogram sample")) return false;
       }
       if (suffix == "_gsum" && std::isnan(x)) {
@@ -427,7 +429,7 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
       }
       break;
     }
-    case MetricType::kSummary:
+    case model::MetricType::kSummary:
       if (suffix.empty()) {
         auto q = s.Label("quantile");
         double qv = 0;
@@ -455,13 +457,13 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
         }
       }
       break;
-    case MetricType::kInfo:
+    case model::MetricType::kInfo:
       if (x != 1) {
         v.message = "info metric '" + name + "' must have the value 1";
         return false;
       }
       break;
-    case MetricType::kStateSet:
+    case model::MetricType::kStateSet:
       if (!s.Label(f.name)) {
         v.message = "stateset sample '" + name + "' needs a label named '" + f.name + "'";
         return false;
@@ -498,9 +500,9 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
   std::string_view skip;
   if (suffix == "_bucket")
     skip = "le";
-  else if (f.type == MetricType::kSummary && suffix.empty())
+  else if (f.type == model::MetricType::kSummary && suffix.empty())
     skip = "quantile";
-  else if (f.type == MetricType::kStateSet)
+  else if (f.type == model::MetricType::kStateSet)
     skip = f.name;
   // The label-set hash is a sum, so leaving a label out is a subtraction.
   std::uint64_t group = labels_hash;
@@ -538,8 +540,9 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
 
 bool Validator::AddToPoint(Family& f, std::string_view suffix, const SampleView& s,
                            std::uint64_t line, Violation& v) {
-  const bool histogram = f.type == MetricType::kHistogram || f.type == MetricType::kGaugeHistogram;
-  if (!histogram && f.type != MetricType::kSummary) return true;
+  const bool histogram =
+      f.type == model::MetricType::kHistogram || f.type == model::MetricType::kGaugeHistogram;
+  if (!histogram && f.type != model::MetricType::kSummary) return true;
   PointState& p = f.point;
   if (p.open && s.has_timestamp() && s.timestamp_ms != p.ts) ClosePoint(f);
   if (!p.open) {
@@ -591,8 +594,8 @@ bool Validator::AddToPoint(Family& f, std::string_view suffix, const SampleView&
   }
   if (seen != nullptr) {
     if (*seen) {
-      v.message =
-          "duplicate '" + name + "' in one " + std::string(MetricTypeName(f.type)) + " point";
+      v.message = "duplicate '" + name + "' in one " + std::string(model::MetricTypeName(f.type)) +
+                  " point";
       return false;
     }
     *seen = true;
@@ -607,8 +610,8 @@ void Validator::ClosePoint(Family& f) {
   p.open = false;
   Violation v;
   v.line = p.line;
-  if (f.type == MetricType::kHistogram || f.type == MetricType::kGaugeHistogram) {
-    const bool gauge = f.type == MetricType::kGaugeHistogram;
+  if (f.type == model::MetricType::kHistogram || f.type == model::MetricType::kGaugeHistogram) {
+    const bool gauge = f.type == model::MetricType::kGaugeHistogram;
     const std::string count_name = f.name + (gauge ? "_gcount" : "_count");
     const std::string sum_name = f.name + (gauge ? "_gsum" : "_sum");
     if (!p.inf_bucket) {

@@ -87,7 +87,7 @@ class Validator {
 
   // Family of the sample accepted last (valid after OnSample returned true).
   std::string_view current_family() const;
-  MetricType current_type() const;
+  model::MetricType current_type() const;
 
  private:
   struct PointState {
@@ -112,7 +112,7 @@ class Validator {
   };
   struct Family {
     std::string name;
-    MetricType type = MetricType::kUnknown;
+    model::MetricType type = model::MetricType::kUnknown;
     bool has_help = false;
     bool has_type = false;
     bool has_unit = false;

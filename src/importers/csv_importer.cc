@@ -386,9 +386,9 @@ ValueSyntax SyntaxOf(const dcgm::FieldInfo& field) {
   return ValueSyntax::kNumber;
 }
 
-recording::MetricKind MetricKindOf(const dcgm::FieldInfo& field) {
-  return field.kind == dcgm::ValueKind::kCounter ? recording::MetricKind::kCounter
-                                                 : recording::MetricKind::kGauge;
+model::MetricType MetricKindOf(const dcgm::FieldInfo& field) {
+  return field.kind == dcgm::ValueKind::kCounter ? model::MetricType::kCounter
+                                                 : model::MetricType::kGauge;
 }
 
 std::string HelpOf(const dcgm::FieldInfo& field) {

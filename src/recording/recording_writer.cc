@@ -32,20 +32,6 @@ gzFile AsGz(void* gz) { return static_cast<gzFile>(gz); }
 
 }  // namespace
 
-std::string_view MetricKindName(MetricKind kind) {
-  switch (kind) {
-    case MetricKind::kGauge:
-      return "gauge";
-    case MetricKind::kCounter:
-      return "counter";
-    case MetricKind::kUnknown:
-      return "unknown";
-    case MetricKind::kHistogram:
-      return "histogram";
-  }
-  return "unknown";
-}
-
 Result<std::unique_ptr<RecordingWriter>> RecordingWriter::Open(const std::string& path) {
   if (path == "-") {
     return std::unique_ptr<RecordingWriter>(
@@ -93,7 +79,7 @@ RecordingWriter::~RecordingWriter() {
   }
 }
 
-Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
+Status RecordingWriter::DeclareFamily(std::string_view name, model::MetricType kind,
                                       std::string_view help) {
   if (!model::IsValidMetricName(name)) {
     return Status(StatusCode::kInvalidArgument, "invalid metric name '" + std::string(name) + "'");
@@ -101,6 +87,12 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   if (!model::IsValidUtf8(help)) {
     return Status(StatusCode::kInvalidArgument,
                   "help text of '" + std::string(name) + "' is not valid UTF-8");
+  }
+  if (kind != model::MetricType::kGauge && kind != model::MetricType::kCounter &&
+      kind != model::MetricType::kUnknown && kind != model::MetricType::kHistogram) {
+    return Status(StatusCode::kInvalidArgument, "metric '" + std::string(name) + "' has type " +
+                                                    std::string(model::MetricTypeName(kind)) +
+                                                    ", which recordings do not hold");
   }
   if (auto it = families_.find(name); it != families_.end()) {
     if (it->second.kind == kind && it->second.help == help) return Status::Ok();
@@ -110,9 +102,10 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   std::string family_name(name);
   // A counter without the _total suffix cannot be an OpenMetrics counter under
   // its own name; "unknown" keeps the name (and the value) exactly as given.
-  MetricKind exposed_kind = kind == MetricKind::kCounter ? MetricKind::kUnknown : kind;
-  if (kind == MetricKind::kCounter && EndsWith(name, kTotalSuffix)) {
-    exposed_kind = MetricKind::kCounter;
+  model::MetricType exposed_kind =
+      kind == model::MetricType::kCounter ? model::MetricType::kUnknown : kind;
+  if (kind == model::MetricType::kCounter && EndsWith(name, kTotalSuffix)) {
+    exposed_kind = model::MetricType::kCounter;
     family_name.resize(name.size() - kTotalSuffix.size());
     if (!model::IsValidMetricName(family_name)) {
       return Status(StatusCode::kInvalidArgument,
@@ -127,7 +120,7 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   if (families_.size() >= (std::uint64_t{1} << kFamilyIndexBits)) {
     return Status(StatusCode::kInvalidArgument, "too many metric families");
   }
-  if (kind == MetricKind::kHistogram) {
+  if (kind == model::MetricType::kHistogram) {
     for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
       const std::string sample = std::string(name) + std::string(suffix);
       if (families_.contains(sample) || histogram_samples_.contains(sample)) {
@@ -160,7 +153,7 @@ Status RecordingWriter::Append(std::string_view name, std::span<const Label> lab
       family_it = families_.find(h->second);
       histogram_count = !EndsWith(name, "_sum");
     }
-  } else if (family_it->second.kind == MetricKind::kHistogram) {
+  } else if (family_it->second.kind == model::MetricType::kHistogram) {
     family_it = families_.end();  // "x" itself is no sample name of histogram x
   }
   if (family_it == families_.end()) {
@@ -170,7 +163,7 @@ Status RecordingWriter::Append(std::string_view name, std::span<const Label> lab
   Family& family = family_it->second;
   // OpenMetrics: a counter's _total "MUST NOT be NaN or negative"; so are a
   // histogram's bucket and count values.
-  if ((family.exposed_kind == MetricKind::kCounter || histogram_count) &&
+  if ((family.exposed_kind == model::MetricType::kCounter || histogram_count) &&
       (std::isnan(value) || value < 0)) {
     return Status(StatusCode::kInvalidArgument,
                   "counter '" + std::string(name) + "' cannot take a negative or NaN value");
@@ -324,7 +317,7 @@ void RecordingWriter::AppendMetadata(Family& family) {
   buffer_ += "# TYPE ";
   buffer_ += family.family_name;
   buffer_ += ' ';
-  buffer_ += MetricKindName(family.exposed_kind);
+  buffer_ += model::MetricTypeName(family.exposed_kind);
   buffer_ += '\n';
   family.metadata_written = true;
 }

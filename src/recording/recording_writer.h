@@ -59,12 +59,9 @@
 
 #include "core/status.h"
 #include "core/string_map.h"
+#include "model/metric_type.h"
 
 namespace gpucanary::recording {
-
-enum class MetricKind : std::uint8_t { kGauge, kCounter, kUnknown, kHistogram };
-
-std::string_view MetricKindName(MetricKind kind);
 
 // One label of a sample; both views must stay valid for the duration of Append.
 struct Label {
@@ -89,10 +86,11 @@ class RecordingWriter {
   // Declares the metric `name` (the sample name) with its kind and help text
   // (empty help: no "# HELP" line). Nothing is written until its first sample.
   // Declaring the same name again with the same kind and help is a no-op.
+  // Recordings hold gauges, counters, unknowns and histograms only.
   // Returns kInvalidArgument for an invalid metric name, help text that is not
-  // UTF-8, a conflicting redeclaration, or a family name already used by
+  // UTF-8, any other type, a conflicting redeclaration, or a family name already used by
   // another metric (a gauge "x" and a counter "x_total" both need family "x").
-  Status DeclareFamily(std::string_view name, MetricKind kind, std::string_view help);
+  Status DeclareFamily(std::string_view name, model::MetricType kind, std::string_view help);
 
   // Appends one sample of a declared metric.
   // Returns kInvalidArgument (and writes nothing) when the metric was not
@@ -121,9 +119,9 @@ class RecordingWriter {
   StringMap<std::string> histogram_samples_;
 
   struct Family {
-    std::string family_name;  // the name on # HELP / # TYPE
-    MetricKind kind;          // as declared
-    MetricKind exposed_kind;  // as written on # TYPE (see the counter rule above)
+    std::string family_name;         // the name on # HELP / # TYPE
+    model::MetricType kind;          // as declared
+    model::MetricType exposed_kind;  // as written on # TYPE (see the counter rule above)
     std::string help;
     std::uint32_t index;  // declaration order, part of the series key
     bool metadata_written = false;

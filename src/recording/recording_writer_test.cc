@@ -67,20 +67,22 @@ std::unique_ptr<RecordingWriter> OpenOrDie(const fs::path& path) {
 // without _total, a counter with _total, escaping, special values, and
 // timestamps at and before the epoch.
 void WriteGoldenSequence(RecordingWriter& writer) {
-  ASSERT_TRUE(
-      writer.DeclareFamily("DCGM_FI_DEV_GPU_TEMP", MetricKind::kGauge, "GPU temperature (in C).")
-          .ok());
   ASSERT_TRUE(writer
-                  .DeclareFamily("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MetricKind::kCounter,
+                  .DeclareFamily("DCGM_FI_DEV_GPU_TEMP", model::MetricType::kGauge,
+                                 "GPU temperature (in C).")
+                  .ok());
+  ASSERT_TRUE(writer
+                  .DeclareFamily("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                                 model::MetricType::kCounter,
                                  "Total energy consumption since boot (in mJ).")
                   .ok());
   ASSERT_TRUE(
-      writer.DeclareFamily("requests_total", MetricKind::kCounter, "Requests served.").ok());
+      writer.DeclareFamily("requests_total", model::MetricType::kCounter, "Requests served.").ok());
   ASSERT_TRUE(writer
-                  .DeclareFamily("odd_gauge", MetricKind::kGauge,
+                  .DeclareFamily("odd_gauge", model::MetricType::kGauge,
                                  "Help with \\ backslash, \"quotes\"\nand a newline")
                   .ok());
-  ASSERT_TRUE(writer.DeclareFamily("no_help", MetricKind::kUnknown, "").ok());
+  ASSERT_TRUE(writer.DeclareFamily("no_help", model::MetricType::kUnknown, "").ok());
 
   const std::vector<Label> gpu0 = {
       {"gpu", "0"}, {"modelName", "NVIDIA H100 80GB HBM3"}, {"Hostname", "node-1"}};
@@ -161,7 +163,7 @@ TEST(RecordingWriterTest, LargeOutputCrossesTheFlushThreshold) {
   const fs::path gz = TempPath("large.om.gz");
   for (const fs::path& path : {plain, gz}) {
     auto writer = OpenOrDie(path);
-    ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+    ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
     for (int i = 0; i < 50000; ++i) {
       const std::string gpu = std::to_string(i % 8);
       const std::array<Label, 1> labels = {Label{"gpu", gpu}};
@@ -178,7 +180,7 @@ TEST(RecordingWriterTest, LargeOutputCrossesTheFlushThreshold) {
 
 TEST(RecordingWriterTest, RefusesOutOfOrderAppendPerSeries) {
   auto writer = OpenOrDie(TempPath("order.om"));
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
   const std::array<Label, 1> a = {Label{"gpu", "0"}};
   const std::array<Label, 1> b = {Label{"gpu", "1"}};
   ASSERT_TRUE(writer->Append("m", a, 1, 2000).ok());
@@ -194,16 +196,17 @@ TEST(RecordingWriterTest, RefusesOutOfOrderAppendPerSeries) {
 
 TEST(RecordingWriterTest, RefusesInvalidNames) {
   auto writer = OpenOrDie(TempPath("names.om"));
-  EXPECT_EQ(writer->DeclareFamily("bad-name", MetricKind::kGauge, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("bad-name", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("1st", MetricKind::kGauge, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("1st", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("", MetricKind::kGauge, "").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("_total", MetricKind::kCounter, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("m", MetricKind::kGauge, "\xff").code(),
+  EXPECT_EQ(writer->DeclareFamily("_total", model::MetricType::kCounter, "").code(),
             StatusCode::kInvalidArgument);
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+  EXPECT_EQ(writer->DeclareFamily("m", model::MetricType::kGauge, "\xff").code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
 
   const std::array<Label, 1> bad_label = {Label{"pci.bus_id", "x"}};
   EXPECT_EQ(writer->Append("m", bad_label, 1, 0).code(), StatusCode::kInvalidArgument);
@@ -220,12 +223,12 @@ TEST(RecordingWriterTest, RefusesInvalidNames) {
 
 TEST(RecordingWriterTest, DeclarationConflicts) {
   auto writer = OpenOrDie(TempPath("conflicts.om"));
-  ASSERT_TRUE(writer->DeclareFamily("x_total", MetricKind::kCounter, "h").ok());
-  EXPECT_TRUE(writer->DeclareFamily("x_total", MetricKind::kCounter, "h").ok());
-  EXPECT_EQ(writer->DeclareFamily("x_total", MetricKind::kGauge, "h").code(),
+  ASSERT_TRUE(writer->DeclareFamily("x_total", model::MetricType::kCounter, "h").ok());
+  EXPECT_TRUE(writer->DeclareFamily("x_total", model::MetricType::kCounter, "h").ok());
+  EXPECT_EQ(writer->DeclareFamily("x_total", model::MetricType::kGauge, "h").code(),
             StatusCode::kInvalidArgument);
   // A gauge "x" would need the family name of counter "x_total".
-  EXPECT_EQ(writer->DeclareFamily("x", MetricKind::kGauge, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("x", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
   // OpenMetrics: a counter's _total must not be negative or NaN.
   EXPECT_EQ(writer->Append("x_total", {}, -1, 0).code(), StatusCode::kInvalidArgument);
@@ -239,7 +242,7 @@ TEST(RecordingWriterTest, DeclarationConflicts) {
 TEST(RecordingWriterTest, ReportsDiskFullOnClose) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is not available";
   auto writer = OpenOrDie("/dev/full");
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
   ASSERT_TRUE(writer->Append("m", {}, 1, 0).ok());  // still buffered
   const Status status = writer->Close();
   EXPECT_EQ(status.code(), StatusCode::kIoError);
@@ -249,7 +252,7 @@ TEST(RecordingWriterTest, ReportsDiskFullOnClose) {
 TEST(RecordingWriterTest, ReportsDiskFullWhileAppending) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is not available";
   auto writer = OpenOrDie("/dev/full");
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
   Status status;
   for (int i = 0; i < 100000 && status.ok(); ++i) status = writer->Append("m", {}, i, i);
   EXPECT_EQ(status.code(), StatusCode::kIoError);
@@ -271,7 +274,7 @@ TEST(RecordingWriterTest, DestructorWithoutCloseLeavesNoEof) {
   const fs::path path = TempPath("abandoned.om");
   {
     auto writer = OpenOrDie(path);
-    ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+    ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
     ASSERT_TRUE(writer->Append("m", {}, 1, 0).ok());
   }
   EXPECT_EQ(ReadPlain(path), "# TYPE m gauge\nm 1 0.000\n");
@@ -281,7 +284,7 @@ TEST(RecordingWriterTest, DestructorWithoutCloseLeavesNoEof) {
 TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
   const fs::path path = TempPath("histogram.om");
   auto writer = OpenOrDie(path);
-  ASSERT_TRUE(writer->DeclareFamily("lat_seconds", MetricKind::kHistogram, "Latency.").ok());
+  ASSERT_TRUE(writer->DeclareFamily("lat_seconds", model::MetricType::kHistogram, "Latency.").ok());
   const Label host{"Hostname", "n1"};
   const Label b1[] = {host, {"le", "0.5"}};
   const Label inf[] = {host, {"le", "+Inf"}};
@@ -295,9 +298,9 @@ TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
   EXPECT_FALSE(writer->Append("lat_seconds_bucket", b1, -1, 2000).ok());
   EXPECT_FALSE(writer->Append("lat_seconds_count", base, std::nan(""), 2000).ok());
   // Its sample names are taken.
-  EXPECT_FALSE(writer->DeclareFamily("lat_seconds_count", MetricKind::kGauge, "").ok());
-  ASSERT_TRUE(writer->DeclareFamily("x", MetricKind::kGauge, "").ok());
-  EXPECT_FALSE(writer->DeclareFamily("x", MetricKind::kHistogram, "").ok());  // redeclared
+  EXPECT_FALSE(writer->DeclareFamily("lat_seconds_count", model::MetricType::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("x", model::MetricType::kGauge, "").ok());
+  EXPECT_FALSE(writer->DeclareFamily("x", model::MetricType::kHistogram, "").ok());  // redeclared
   ASSERT_TRUE(writer->Close().ok());
   EXPECT_EQ(ReadPlain(path),
             "# HELP lat_seconds Latency.\n"
@@ -312,10 +315,23 @@ TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
 TEST(RecordingWriterTest, AHistogramNeedsItsSampleNamesFree) {
   const fs::path path = TempPath("histogram-conflict.om");
   auto writer = OpenOrDie(path);
-  ASSERT_TRUE(writer->DeclareFamily("h_sum", MetricKind::kGauge, "").ok());
-  const Status s = writer->DeclareFamily("h", MetricKind::kHistogram, "");
+  ASSERT_TRUE(writer->DeclareFamily("h_sum", model::MetricType::kGauge, "").ok());
+  const Status s = writer->DeclareFamily("h", model::MetricType::kHistogram, "");
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("h_sum"), std::string::npos) << s.message();
+}
+
+// model::MetricType names types that recordings have no rules for.
+TEST(RecordingWriterTest, RefusesTypesRecordingsDoNotHold) {
+  auto writer = OpenOrDie(TempPath("types.om"));
+  for (model::MetricType type : {model::MetricType::kGaugeHistogram, model::MetricType::kSummary,
+                                 model::MetricType::kInfo, model::MetricType::kStateSet}) {
+    const Status s = writer->DeclareFamily("m", type, "");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(model::MetricTypeName(type)), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
+  ASSERT_TRUE(writer->Close().ok());
 }
 
 }  // namespace gpucanary::recording

@@ -36,15 +36,12 @@ class HtmlReportTest : public ::testing::Test {
     auto w = recording::RecordingWriter::Open((dir_ / "telemetry.om").string());
     ASSERT_TRUE(w.has_value());
     auto& writer = **w;
+    ASSERT_TRUE(writer.DeclareFamily("DCGM_FI_DEV_SM_CLOCK", model::MetricType::kGauge, "").ok());
     ASSERT_TRUE(
-        writer.DeclareFamily("DCGM_FI_DEV_SM_CLOCK", recording::MetricKind::kGauge, "").ok());
-    ASSERT_TRUE(
-        writer
-            .DeclareFamily("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", recording::MetricKind::kGauge, "")
+        writer.DeclareFamily("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", model::MetricType::kGauge, "")
             .ok());
     ASSERT_TRUE(
-        writer.DeclareFamily("vllm:generation_tokens_total", recording::MetricKind::kCounter, "")
-            .ok());
+        writer.DeclareFamily("vllm:generation_tokens_total", model::MetricType::kCounter, "").ok());
     std::vector<double> tokens(2, 0);
     for (int i = 0; i < 60; ++i) {
       const std::int64_t ms = (kT0 + i) * 1000 + 250;

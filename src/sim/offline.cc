@@ -27,8 +27,7 @@ Status DeclareDcgmFamilies(recording::RecordingWriter& writer) {
   for (std::size_t f = 0; f < dcgm::kExporterFieldCount; ++f) {
     const dcgm::DcgmFamilyInfo& info = dcgm::DcgmFamily(static_cast<dcgm::ExporterField>(f));
     GC_RETURN_IF_ERROR(writer.DeclareFamily(
-        info.name,
-        info.type == "counter" ? recording::MetricKind::kCounter : recording::MetricKind::kGauge,
+        info.name, info.type == "counter" ? model::MetricType::kCounter : model::MetricType::kGauge,
         info.help));
   }
   return Status::Ok();
@@ -70,10 +69,10 @@ Result<std::uint64_t> AppendGpu(const dcgm::Readings& r, const GpuLabels& l, std
   return samples;
 }
 
-recording::MetricKind VllmKind(std::string_view type) {
-  if (type == "counter") return recording::MetricKind::kCounter;
-  if (type == "histogram") return recording::MetricKind::kHistogram;
-  return recording::MetricKind::kGauge;
+model::MetricType VllmKind(std::string_view type) {
+  if (type == "counter") return model::MetricType::kCounter;
+  if (type == "histogram") return model::MetricType::kHistogram;
+  return model::MetricType::kGauge;
 }
 
 template <std::size_t N>

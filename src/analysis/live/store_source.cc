@@ -13,15 +13,15 @@ namespace {
 
 // The exposition type the series would have had, from its name and labels
 // (the store keeps none); `family` is the histogram family for buckets.
-expfmt::MetricType InferType(const expfmt::SampleView& sample, std::string_view& family) {
+model::MetricType InferType(const expfmt::SampleView& sample, std::string_view& family) {
   const std::string_view name = sample.name;
   family = name;
   if (name.ends_with("_bucket") && sample.Label("le")) {
     family = name.substr(0, name.size() - 7);
-    return expfmt::MetricType::kHistogram;
+    return model::MetricType::kHistogram;
   }
-  if (name.ends_with("_count") || name.ends_with("_sum")) return expfmt::MetricType::kHistogram;
-  return expfmt::MetricType::kUnknown;
+  if (name.ends_with("_count") || name.ends_with("_sum")) return model::MetricType::kHistogram;
+  return model::MetricType::kUnknown;
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ Result<std::uint32_t> LabelledTickSource::SeriesOf(const model::Labels& labels) 
     }
   }
   std::string_view family;
-  const expfmt::MetricType type = InferType(view, family);
+  const model::MetricType type = InferType(view, family);
   Result<std::uint32_t> id = sink_.AddSeries(index_, view, family, type);
   if (!id) {
     return Error(id.error().code(),

@@ -20,7 +20,7 @@ namespace gpucanary::analysis {
 namespace {
 
 namespace fs = std::filesystem;
-using recording::MetricKind;
+using model::MetricType;
 
 constexpr std::int64_t kT0 = 1764680000;  // Unix seconds of the first tick
 constexpr int kSeconds = 90;
