@@ -101,7 +101,7 @@ class FileLoader {
     model::Labels labels;
     labels.reserve(s.labels.size() + 1);
     labels.push_back({std::string(model::kMetricNameLabel), std::string(s.name)});
-    for (const expfmt::LabelView& l : s.labels) {
+    for (const model::LabelView& l : s.labels) {
       labels.push_back({std::string(l.name), std::string(l.value)});
     }
     model::SortLabels(labels);

@@ -233,7 +233,7 @@ bool Matches(const std::vector<model::Matcher>& matchers, const expfmt::SampleVi
 
 std::string SeriesId(const expfmt::SampleView& sample) {
   model::Labels labels{{std::string(model::kMetricNameLabel), std::string(sample.name)}};
-  for (const expfmt::LabelView& l : sample.labels) {
+  for (const model::LabelView& l : sample.labels) {
     labels.push_back({std::string(l.name), std::string(l.value)});
   }
   model::SortLabels(labels);

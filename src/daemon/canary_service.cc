@@ -417,7 +417,7 @@ std::vector<std::size_t> RankSeries(const std::vector<model::Labels>& series,
 Status WriteRows(recording::RecordingWriter& writer, const Window& window,
                  const HistogramNames& histograms) {
   std::set<std::string> declared;
-  std::vector<recording::Label> labels;
+  std::vector<model::LabelView> labels;
   for (const Window::Row& row : window.rows) {
     const model::Labels& l = window.series[row.series];
     const std::string name(model::LabelValue(l, model::kMetricNameLabel));

@@ -356,7 +356,7 @@ Entry Parser::ParseSample(const char* p, const char* e) {
   return Sample(p);
 }
 
-const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelView>& labels,
+const char* Parser::ParseLabels(const char* p, const char* e, std::vector<model::LabelView>& labels,
                                 std::deque<std::string>& scratch) {
   const bool om = format_ == Format::kOpenMetrics;
   ++p;  // '{'
@@ -388,7 +388,7 @@ const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelV
       Fail(p, "expected '\"' to open the value of label '" + std::string(name) + "'");
       return nullptr;
     }
-    for (const LabelView& l : labels) {
+    for (const model::LabelView& l : labels) {
       if (l.name == name) {
         Fail(n, "duplicate label name '" + std::string(name) + "'");
         return nullptr;
@@ -398,7 +398,7 @@ const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelV
     if (scratch.size() <= labels.size()) scratch.resize(labels.size() + 1);
     p = ParseLabelValue(p + 1, e, value, scratch[labels.size()]);
     if (p == nullptr) return nullptr;
-    labels.push_back(LabelView{name, value});
+    labels.push_back(model::LabelView{name, value});
     if (!om) p = SkipBlanks(p, e);
     if (p < e && *p == ',') {
       ++p;

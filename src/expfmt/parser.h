@@ -63,7 +63,7 @@ class Parser {
   Entry ParseOpenMetricsComment(const char* p, const char* e);
   Entry ParsePrometheusComment(const char* p, const char* e);
   // Parses "{...}" at p into `labels`; returns the position after '}' or null on error.
-  const char* ParseLabels(const char* p, const char* e, std::vector<LabelView>& labels,
+  const char* ParseLabels(const char* p, const char* e, std::vector<model::LabelView>& labels,
                           std::deque<std::string>& scratch);
   const char* ParseLabelValue(const char* p, const char* e, std::string_view& value,
                               std::string& scratch);

@@ -7,7 +7,7 @@ std::string_view FormatName(Format format) {
 }
 
 std::optional<std::string_view> SampleView::Label(std::string_view label_name) const {
-  for (const LabelView& l : labels) {
+  for (const model::LabelView& l : labels) {
     if (l.name == label_name) return l.value;
   }
   return std::nullopt;

@@ -105,7 +105,7 @@ std::size_t CodePoints(std::string_view s) {
 // One label's hash is XXH3 of the bytes `name="value` (unescaped value). When the
 // parser's views are adjacent in the input (the common case) those bytes are
 // hashed in place; otherwise they are assembled first, giving the same hash.
-std::uint64_t HashLabel(const LabelView& l) {
+std::uint64_t HashLabel(const model::LabelView& l) {
   const char* begin = l.name.data();
   if (l.value.data() == begin + l.name.size() + 2 && begin[l.name.size()] == '=' &&
       begin[l.name.size() + 1] == '"') {
@@ -118,17 +118,17 @@ std::uint64_t HashLabel(const LabelView& l) {
   return XXH3_64bits(joined.data(), joined.size());
 }
 
-std::uint64_t HashLabels(const std::vector<LabelView>& labels, std::string_view skip) {
+std::uint64_t HashLabels(const std::vector<model::LabelView>& labels, std::string_view skip) {
   // Sum: independent of label order, as Prometheus sorts labels.
   std::uint64_t sum = 0x9E3779B97F4A7C15ULL;
-  for (const LabelView& l : labels) {
+  for (const model::LabelView& l : labels) {
     if (l.value.empty() || l.name == skip) continue;
     sum += HashLabel(l);
   }
   return sum;
 }
 
-std::uint64_t HashSeries(std::string_view name, const std::vector<LabelView>& labels) {
+std::uint64_t HashSeries(std::string_view name, const std::vector<model::LabelView>& labels) {
   return XXH3_64bits_withSeed(name.data(), name.size(), HashLabels(labels, {}));
 }
 
@@ -485,7 +485,8 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
       return false;
     }
     std::size_t points = 0;
-    for (const LabelView& l : s.exemplar.labels) points += CodePoints(l.name) + CodePoints(l.value);
+    for (const model::LabelView& l : s.exemplar.labels)
+      points += CodePoints(l.name) + CodePoints(l.value);
     if (points > 128) {
       v.message = "exemplar labels have " + std::to_string(points) +
                   " code points; at most 128 are allowed";
@@ -507,7 +508,7 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
   // The label-set hash is a sum, so leaving a label out is a subtraction.
   std::uint64_t group = labels_hash;
   if (!skip.empty()) {
-    for (const LabelView& l : s.labels) {
+    for (const model::LabelView& l : s.labels) {
       if (l.name == skip && !l.value.empty()) group -= HashLabel(l);
     }
   }

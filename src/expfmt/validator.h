@@ -61,10 +61,10 @@ struct Violation {
 
 // Order-independent hash of a label set; labels with empty values are skipped
 // (Prometheus drops them). `skip` names one label to leave out (may be empty).
-std::uint64_t HashLabels(const std::vector<LabelView>& labels, std::string_view skip);
+std::uint64_t HashLabels(const std::vector<model::LabelView>& labels, std::string_view skip);
 // The hash of one label (a term of HashLabels' sum).
-std::uint64_t HashLabel(const LabelView& label);
-std::uint64_t HashSeries(std::string_view name, const std::vector<LabelView>& labels);
+std::uint64_t HashLabel(const model::LabelView& label);
+std::uint64_t HashSeries(std::string_view name, const std::vector<model::LabelView>& labels);
 
 class Validator {
  public:

@@ -43,9 +43,9 @@ TEST(RoundTripTest, WriterEdgeCasesReadBack) {
                               "Total number of PCIe retries.")
                   .ok());
   ASSERT_TRUE(w.DeclareFamily("odd", model::MetricType::kGauge, "a \"quoted\"\\ help\nline").ok());
-  const std::array<recording::Label, 3> odd = {recording::Label{"path", "C:\\dir"},
-                                               recording::Label{"quote", "say \"hi\""},
-                                               recording::Label{"nl", "a\nb"}};
+  const std::array<model::LabelView, 3> odd = {model::LabelView{"path", "C:\\dir"},
+                                               model::LabelView{"quote", "say \"hi\""},
+                                               model::LabelView{"nl", "a\nb"}};
   const double special[] = {std::numeric_limits<double>::quiet_NaN(),
                             std::numeric_limits<double>::infinity(),
                             -std::numeric_limits<double>::infinity(),

@@ -143,8 +143,8 @@ Status RecordingWriter::DeclareFamily(std::string_view name, model::MetricType k
   return Status::Ok();
 }
 
-Status RecordingWriter::Append(std::string_view name, std::span<const Label> labels, double value,
-                               std::int64_t timestamp_ms) {
+Status RecordingWriter::Append(std::string_view name, std::span<const model::LabelView> labels,
+                               double value, std::int64_t timestamp_ms) {
   GC_RETURN_IF_ERROR(CheckUsable());
   auto family_it = families_.find(name);
   bool histogram_count = false;  // a _bucket or _count sample
@@ -242,7 +242,7 @@ Status RecordingWriter::CheckUsable() const {
   return error_;
 }
 
-Status RecordingWriter::ValidateLabels(std::span<const Label> labels) const {
+Status RecordingWriter::ValidateLabels(std::span<const model::LabelView> labels) const {
   for (size_t i = 0; i < labels.size(); ++i) {
     if (!model::IsValidLabelName(labels[i].name)) {
       return Status(StatusCode::kInvalidArgument,
@@ -258,7 +258,7 @@ Status RecordingWriter::ValidateLabels(std::span<const Label> labels) const {
   return Status::Ok();
 }
 
-Status RecordingWriter::UseLabels(std::span<const Label> labels) {
+Status RecordingWriter::UseLabels(std::span<const model::LabelView> labels) {
   // Callers usually append every metric of one entity in a row: the labels of
   // the previous call are then already checked, rendered and interned.
   const auto same_as_last = [&] {
@@ -274,7 +274,7 @@ Status RecordingWriter::UseLabels(std::span<const Label> labels) {
 
   GC_RETURN_IF_ERROR(ValidateLabels(labels));
   std::string text;
-  for (const Label& label : labels) {
+  for (const model::LabelView& label : labels) {
     if (label.value.empty()) continue;
     text += text.empty() ? '{' : ',';
     text += label.name;
@@ -287,7 +287,7 @@ Status RecordingWriter::UseLabels(std::span<const Label> labels) {
   // values need the UTF-8 check only the first time a label set is seen.
   auto it = label_set_ids_.find(std::string_view(text));
   if (it == label_set_ids_.end()) {
-    for (const Label& label : labels) {
+    for (const model::LabelView& label : labels) {
       if (!model::IsValidUtf8(label.value)) {
         return Status(StatusCode::kInvalidArgument,
                       "value of label '" + std::string(label.name) + "' is not valid UTF-8");

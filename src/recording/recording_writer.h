@@ -59,15 +59,10 @@
 
 #include "core/status.h"
 #include "core/string_map.h"
+#include "model/label_view.h"
 #include "model/metric_type.h"
 
 namespace gpucanary::recording {
-
-// One label of a sample; both views must stay valid for the duration of Append.
-struct Label {
-  std::string_view name;
-  std::string_view value;
-};
 
 class RecordingWriter {
  public:
@@ -92,7 +87,8 @@ class RecordingWriter {
   // another metric (a gauge "x" and a counter "x_total" both need family "x").
   Status DeclareFamily(std::string_view name, model::MetricType kind, std::string_view help);
 
-  // Appends one sample of a declared metric.
+  // Appends one sample of a declared metric. The label views need to stay
+  // valid for the duration of the call only.
   // Returns kInvalidArgument (and writes nothing) when the metric was not
   // declared, a label name is invalid or repeated, a label value is not UTF-8,
   // a counter value is negative or NaN, or `timestamp_ms` is older than the last
@@ -100,7 +96,7 @@ class RecordingWriter {
   // writer is then unusable and every later call returns that error.
   // Cost: when `labels` equal the previous call's (the usual pattern: every
   // metric of one GPU at one tick), they are not checked or rendered again.
-  Status Append(std::string_view name, std::span<const Label> labels, double value,
+  Status Append(std::string_view name, std::span<const model::LabelView> labels, double value,
                 std::int64_t timestamp_ms);
 
   // Writes "# EOF\n", flushes and closes. Returns kIoError when any write,
@@ -130,10 +126,10 @@ class RecordingWriter {
   RecordingWriter(std::string path, SinkKind sink, std::FILE* file, void* gz);
 
   Status CheckUsable() const;
-  Status ValidateLabels(std::span<const Label> labels) const;
+  Status ValidateLabels(std::span<const model::LabelView> labels) const;
   // Makes `labels` the current label set (label_text_, label_set_id_), checking
   // and rendering it unless it equals the previous call's.
-  Status UseLabels(std::span<const Label> labels);
+  Status UseLabels(std::span<const model::LabelView> labels);
   void AppendMetadata(Family& family);
   Status FlushBuffer();
   Status Fail(Status status);

@@ -84,11 +84,11 @@ void WriteGoldenSequence(RecordingWriter& writer) {
                   .ok());
   ASSERT_TRUE(writer.DeclareFamily("no_help", model::MetricType::kUnknown, "").ok());
 
-  const std::vector<Label> gpu0 = {
+  const std::vector<model::LabelView> gpu0 = {
       {"gpu", "0"}, {"modelName", "NVIDIA H100 80GB HBM3"}, {"Hostname", "node-1"}};
-  const std::vector<Label> gpu1 = {
+  const std::vector<model::LabelView> gpu1 = {
       {"gpu", "1"}, {"modelName", "NVIDIA H100 80GB HBM3"}, {"Hostname", "node-1"}};
-  const std::vector<Label> odd = {
+  const std::vector<model::LabelView> odd = {
       {"path", "C:\\dir"}, {"quote", "say \"hi\""}, {"nl", "a\nb"}, {"empty", ""}};
 
   ASSERT_TRUE(writer.Append("DCGM_FI_DEV_GPU_TEMP", gpu0, 34, 1775016266006).ok());
@@ -166,7 +166,7 @@ TEST(RecordingWriterTest, LargeOutputCrossesTheFlushThreshold) {
     ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
     for (int i = 0; i < 50000; ++i) {
       const std::string gpu = std::to_string(i % 8);
-      const std::array<Label, 1> labels = {Label{"gpu", gpu}};
+      const std::array<model::LabelView, 1> labels = {model::LabelView{"gpu", gpu}};
       ASSERT_TRUE(writer->Append("m", labels, i, 1000 + i / 8).ok());
     }
     ASSERT_TRUE(writer->Close().ok());
@@ -181,8 +181,8 @@ TEST(RecordingWriterTest, LargeOutputCrossesTheFlushThreshold) {
 TEST(RecordingWriterTest, RefusesOutOfOrderAppendPerSeries) {
   auto writer = OpenOrDie(TempPath("order.om"));
   ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
-  const std::array<Label, 1> a = {Label{"gpu", "0"}};
-  const std::array<Label, 1> b = {Label{"gpu", "1"}};
+  const std::array<model::LabelView, 1> a = {model::LabelView{"gpu", "0"}};
+  const std::array<model::LabelView, 1> b = {model::LabelView{"gpu", "1"}};
   ASSERT_TRUE(writer->Append("m", a, 1, 2000).ok());
   ASSERT_TRUE(writer->Append("m", a, 2, 2000).ok());  // equal timestamps are allowed
   ASSERT_TRUE(writer->Append("m", b, 3, 1000).ok());  // another series may be older
@@ -208,13 +208,14 @@ TEST(RecordingWriterTest, RefusesInvalidNames) {
             StatusCode::kInvalidArgument);
   ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
 
-  const std::array<Label, 1> bad_label = {Label{"pci.bus_id", "x"}};
+  const std::array<model::LabelView, 1> bad_label = {model::LabelView{"pci.bus_id", "x"}};
   EXPECT_EQ(writer->Append("m", bad_label, 1, 0).code(), StatusCode::kInvalidArgument);
-  const std::array<Label, 1> colon_label = {Label{"a:b", "x"}};
+  const std::array<model::LabelView, 1> colon_label = {model::LabelView{"a:b", "x"}};
   EXPECT_EQ(writer->Append("m", colon_label, 1, 0).code(), StatusCode::kInvalidArgument);
-  const std::array<Label, 2> repeated = {Label{"gpu", "0"}, Label{"gpu", "1"}};
+  const std::array<model::LabelView, 2> repeated = {model::LabelView{"gpu", "0"},
+                                                    model::LabelView{"gpu", "1"}};
   EXPECT_EQ(writer->Append("m", repeated, 1, 0).code(), StatusCode::kInvalidArgument);
-  const std::array<Label, 1> bad_value = {Label{"gpu", "\xc3"}};
+  const std::array<model::LabelView, 1> bad_value = {model::LabelView{"gpu", "\xc3"}};
   EXPECT_EQ(writer->Append("m", bad_value, 1, 0).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(writer->Append("undeclared", {}, 1, 0).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(writer->samples_written(), 0u);
@@ -285,10 +286,10 @@ TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
   const fs::path path = TempPath("histogram.om");
   auto writer = OpenOrDie(path);
   ASSERT_TRUE(writer->DeclareFamily("lat_seconds", model::MetricType::kHistogram, "Latency.").ok());
-  const Label host{"Hostname", "n1"};
-  const Label b1[] = {host, {"le", "0.5"}};
-  const Label inf[] = {host, {"le", "+Inf"}};
-  const Label base[] = {host};
+  const model::LabelView host{"Hostname", "n1"};
+  const model::LabelView b1[] = {host, {"le", "0.5"}};
+  const model::LabelView inf[] = {host, {"le", "+Inf"}};
+  const model::LabelView base[] = {host};
   ASSERT_TRUE(writer->Append("lat_seconds_bucket", b1, 2, 1000).ok());
   ASSERT_TRUE(writer->Append("lat_seconds_bucket", inf, 3, 1000).ok());
   ASSERT_TRUE(writer->Append("lat_seconds_count", base, 3, 1000).ok());

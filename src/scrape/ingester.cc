@@ -63,7 +63,7 @@ store::Appender& Ingester::appender() {
 void Ingester::BuildLabels(const expfmt::SampleView& s) {
   scratch_.clear();
   scratch_.push_back({std::string(model::kMetricNameLabel), std::string(s.name)});
-  for (const expfmt::LabelView& l : s.labels) {
+  for (const model::LabelView& l : s.labels) {
     if (!l.value.empty()) scratch_.push_back({std::string(l.name), std::string(l.value)});
   }
   const std::size_t scraped = scratch_.size();

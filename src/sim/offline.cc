@@ -20,7 +20,7 @@ struct GpuLabels {
   std::string gpu;
   std::string device;
   const dcgm::GpuIdentity* id;
-  std::array<recording::Label, 7> labels;
+  std::array<model::LabelView, 7> labels;
 };
 
 Status DeclareDcgmFamilies(recording::RecordingWriter& writer) {
@@ -43,13 +43,13 @@ std::vector<GpuLabels> MakeGpuLabels(const Fleet& fleet) {
     }
   }
   for (GpuLabels& l : labels) {  // views into strings that no longer move
-    l.labels = {recording::Label{"gpu", l.gpu},
-                recording::Label{"UUID", l.id->uuid},
-                recording::Label{"pci_bus_id", l.id->pci_bus_id},
-                recording::Label{"device", l.device},
-                recording::Label{"modelName", l.id->model_name},
-                recording::Label{"Hostname", l.id->hostname},
-                recording::Label{"DCGM_FI_DRIVER_VERSION", l.id->driver_version}};
+    l.labels = {model::LabelView{"gpu", l.gpu},
+                model::LabelView{"UUID", l.id->uuid},
+                model::LabelView{"pci_bus_id", l.id->pci_bus_id},
+                model::LabelView{"device", l.device},
+                model::LabelView{"modelName", l.id->model_name},
+                model::LabelView{"Hostname", l.id->hostname},
+                model::LabelView{"DCGM_FI_DRIVER_VERSION", l.id->driver_version}};
   }
   return labels;
 }
@@ -77,7 +77,7 @@ model::MetricType VllmKind(std::string_view type) {
 
 template <std::size_t N>
 Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogram<N>& h,
-                                      const recording::Label (&base)[2], std::int64_t now_ms,
+                                      const model::LabelView (&base)[2], std::int64_t now_ms,
                                       recording::RecordingWriter& writer) {
   const std::string name(family);
   std::string le;
@@ -91,7 +91,7 @@ Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogr
       cumulative = h.count;
       le = "+Inf";
     }
-    const recording::Label labels[] = {base[0], base[1], {"le", le}};
+    const model::LabelView labels[] = {base[0], base[1], {"le", le}};
     GC_RETURN_IF_ERROR(
         writer.Append(name + "_bucket", labels, static_cast<double>(cumulative), now_ms));
   }
@@ -102,13 +102,13 @@ Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogr
 
 Result<std::uint64_t> AppendVllm(const VllmState& s, std::int64_t now_ms,
                                  recording::RecordingWriter& writer) {
-  const recording::Label base[2] = {{"model_name", s.model_name}, {"Hostname", s.hostname}};
+  const model::LabelView base[2] = {{"model_name", s.model_name}, {"Hostname", s.hostname}};
   const double values[] = {s.num_requests_running, s.num_requests_waiting, s.gpu_cache_usage_perc,
                            s.prompt_tokens_total, s.generation_tokens_total};
   for (std::size_t i = 0; i < std::size(values); ++i) {
     GC_RETURN_IF_ERROR(writer.Append(kVllmFamilies[i].name, base, values[i], now_ms));
   }
-  const recording::Label success[] = {base[0], base[1], {"finished_reason", "stop"}};
+  const model::LabelView success[] = {base[0], base[1], {"finished_reason", "stop"}};
   GC_RETURN_IF_ERROR(
       writer.Append(kVllmFamilies[5].name, success, s.request_success_total, now_ms));
   std::uint64_t samples = std::size(values) + 1;

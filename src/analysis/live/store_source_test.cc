@@ -59,7 +59,7 @@ class Fixture {
   void Put(const std::string& host, const std::string& name,
            std::vector<std::pair<std::string, std::string>> labels, double v, std::int64_t ms) {
     recording::RecordingWriter& w = *writers_[host == "node-3" ? 1 : 0];
-    std::vector<recording::Label> rl;
+    std::vector<model::LabelView> rl;
     for (const auto& [k, val] : labels) rl.push_back({k, val});
     ASSERT_TRUE(w.Append(name, rl, v, ms).ok()) << name;
     model::Labels sl = {{"__name__", name}};
