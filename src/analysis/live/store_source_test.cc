@@ -49,11 +49,11 @@ class Fixture {
   fs::path Recording(const char* role) const { return dir_ / (std::string(role) + ".om"); }
 
  private:
-  static constexpr std::pair<const char*, MetricKind> kFamilies[] = {
-      {"DCGM_FI_DEV_SM_CLOCK", MetricKind::kGauge},
-      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MetricKind::kCounter},
-      {"vllm:generation_tokens_total", MetricKind::kCounter},
-      {"vllm:e2e_request_latency_seconds", MetricKind::kHistogram},
+  static constexpr std::pair<const char*, MetricType> kFamilies[] = {
+      {"DCGM_FI_DEV_SM_CLOCK", MetricType::kGauge},
+      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MetricType::kCounter},
+      {"vllm:generation_tokens_total", MetricType::kCounter},
+      {"vllm:e2e_request_latency_seconds", MetricType::kHistogram},
   };
 
   void Put(const std::string& host, const std::string& name,
