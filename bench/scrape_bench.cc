@@ -43,6 +43,7 @@ using gpucanary::Result;
 using gpucanary::Status;
 namespace store = gpucanary::store;
 namespace scrape = gpucanary::scrape;
+namespace model = gpucanary::model;
 
 // Counts what a store would take: one ref per distinct label set (hashed
 // once, on the scraper's cache misses only), samples per commit.
