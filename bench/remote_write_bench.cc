@@ -52,8 +52,8 @@ WriteRequest MakeRequest(int samples_per_series) {
 
 class NullAppender : public store::Appender {
  public:
-  Result<store::SeriesRef> Series(const store::Labels& labels) override {
-    return store::LabelsHash(labels);
+  Result<store::SeriesRef> Series(const model::Labels& labels) override {
+    return model::LabelsHash(labels);
   }
   Status Append(store::SeriesRef, std::int64_t, double) override {
     ++pending_;

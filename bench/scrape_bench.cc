@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "model/labels.h"
 #include "net/gzip.h"
 #include "net/http_client.h"
 #include "scrape/ingester.h"
@@ -35,7 +36,6 @@
 #include "sim/live.h"
 #include "sim/scenario.h"
 #include "store/appender.h"
-#include "store/labels.h"
 
 namespace {
 
@@ -43,6 +43,7 @@ using gpucanary::Result;
 using gpucanary::Status;
 namespace store = gpucanary::store;
 namespace scrape = gpucanary::scrape;
+namespace model = gpucanary::model;
 
 // Counts what a store would take: one ref per distinct label set (hashed
 // once, on the scraper's cache misses only), samples per commit.
@@ -61,8 +62,8 @@ class CountingAppendable final : public store::Appendable {
   class CountingAppender final : public store::Appender {
    public:
     explicit CountingAppender(CountingAppendable& owner) : owner_(owner) {}
-    Result<store::SeriesRef> Series(const store::Labels& labels) override {
-      const std::uint64_t h = store::LabelsHash(labels);
+    Result<store::SeriesRef> Series(const model::Labels& labels) override {
+      const std::uint64_t h = model::LabelsHash(labels);
       std::lock_guard lock(owner_.mu_);
       return owner_.refs_.emplace(h, owner_.refs_.size()).first->second;
     }

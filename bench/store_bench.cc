@@ -125,8 +125,9 @@ void BM_SyntheticMix(benchmark::State& state) {
     std::vector<Field> fields;
     for (const MixField& f : kMix) {
       for (int g = 0; g < kGpus; ++g) {
-        st::Labels l = {{"__name__", f.name}, {"gpu", std::to_string(g)}, {"Hostname", "h1"}};
-        st::SortLabels(l);
+        gpucanary::model::Labels l = {
+            {"__name__", f.name}, {"gpu", std::to_string(g)}, {"Hostname", "h1"}};
+        gpucanary::model::SortLabels(l);
         refs.push_back(*app->Series(l));
         fields.push_back({f.name, f.kind, f.start});
       }
@@ -162,8 +163,10 @@ void BM_SyntheticMix(benchmark::State& state) {
     total_samples = 0;
     by_kind.clear();
     for (const MixField& f : kMix) {
-      auto got = (*reopened)->Select(
-          {*st::Matcher::Make(st::Matcher::Type::kEqual, "__name__", f.name)}, 0, INT64_MAX);
+      auto got =
+          (*reopened)->Select({*gpucanary::model::Matcher::Make(
+                                  gpucanary::model::Matcher::Type::kEqual, "__name__", f.name)},
+                              0, INT64_MAX);
       std::uint64_t samples = 0;
       std::uint64_t bytes = 0;
       for (const st::SeriesSamples& s : *got) {
@@ -207,12 +210,12 @@ Fleet MakeFleet(st::Appender& app, int gpus) {
       const MixField& m = kMix[static_cast<std::size_t>(k) % std::size(kMix)];
       std::string name = m.name;
       if (k >= 8) name.append("_").append(std::to_string(k));
-      st::Labels l = {{"__name__", name},
-                      {"gpu", std::to_string(g % 8)},
-                      {"Hostname", "node-" + std::to_string(g / 8)},
-                      {"UUID", "GPU-" + std::to_string(1000000 + g)},
-                      {"modelName", "NVIDIA H100 80GB HBM3"}};
-      st::SortLabels(l);
+      gpucanary::model::Labels l = {{"__name__", name},
+                                    {"gpu", std::to_string(g % 8)},
+                                    {"Hostname", "node-" + std::to_string(g / 8)},
+                                    {"UUID", "GPU-" + std::to_string(1000000 + g)},
+                                    {"modelName", "NVIDIA H100 80GB HBM3"}};
+      gpucanary::model::SortLabels(l);
       f.refs.push_back(*app.Series(l));
       f.fields.push_back({m.name, m.kind, m.start});
       f.models.push_back(m.model);
@@ -275,7 +278,8 @@ st::Store& SelectFixture() {
 
 void BM_Select10Min(benchmark::State& state) {
   st::Store& store = SelectFixture();
-  const auto matcher = *st::Matcher::Make(st::Matcher::Type::kRegex, "__name__", "DCGM_.*");
+  const auto matcher = *gpucanary::model::Matcher::Make(gpucanary::model::Matcher::Type::kRegex,
+                                                        "__name__", "DCGM_.*");
   std::uint64_t samples = 0;
   double sum = 0;
   for (auto _ : state) {
@@ -303,7 +307,8 @@ BENCHMARK(BM_Select10Min)->Unit(benchmark::kMillisecond)->UseRealTime();
 // judge and the HTTP API can split its series among cores.
 void BM_Select10MinParallel(benchmark::State& state) {
   st::Store& store = SelectFixture();
-  const auto matcher = *st::Matcher::Make(st::Matcher::Type::kRegex, "__name__", "DCGM_.*");
+  const auto matcher = *gpucanary::model::Matcher::Make(gpucanary::model::Matcher::Type::kRegex,
+                                                        "__name__", "DCGM_.*");
   const auto threads = static_cast<std::size_t>(state.range(0));
   std::uint64_t samples = 0;
   std::vector<double> sums(threads);
@@ -336,7 +341,8 @@ BENCHMARK(BM_Select10MinParallel)->Arg(2)->Unit(benchmark::kMillisecond)->UseRea
 // Query alone: matching, merging and sorting the series, no decoding.
 void BM_Select10MinQueryOnly(benchmark::State& state) {
   st::Store& store = SelectFixture();
-  const auto matcher = *st::Matcher::Make(st::Matcher::Type::kRegex, "__name__", "DCGM_.*");
+  const auto matcher = *gpucanary::model::Matcher::Make(gpucanary::model::Matcher::Type::kRegex,
+                                                        "__name__", "DCGM_.*");
   for (auto _ : state) {
     auto got = store.Query({matcher}, kT0 + 300 * 1000LL, kT0 + 899 * 1000LL);
     benchmark::DoNotOptimize(got);

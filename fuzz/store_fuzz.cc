@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/matcher.h"
 #include "store/chunk.h"
-#include "store/matcher.h"
 
 namespace st = gpucanary::store;
 
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     return 0;
   }
-  auto matchers = st::ParseSelector(rest);
+  auto matchers = gpucanary::model::ParseSelector(rest);
   if (!matchers && matchers.error().message().empty()) std::abort();
   return 0;
 }

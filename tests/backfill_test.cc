@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "store/matcher.h"
+#include "model/matcher.h"
 #include "store/store.h"
 
 namespace {
@@ -95,15 +95,16 @@ TEST_F(BackfillTest, AppendsEverySampleAndReadsBack) {
   options.retention_ms = 0;
   auto store = st::Store::Open(data, options);
   ASSERT_TRUE(store) << store.error().message();
-  auto got = (*store)->Select(
-      {*st::Matcher::Make(st::Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_POWER_USAGE")}, 0,
-      INT64_MAX);
+  auto got =
+      (*store)->Select({*gpucanary::model::Matcher::Make(gpucanary::model::Matcher::Type::kEqual,
+                                                         "__name__", "DCGM_FI_DEV_POWER_USAGE")},
+                       0, INT64_MAX);
   ASSERT_TRUE(got) << got.error().message();
   ASSERT_EQ(got->size(), static_cast<std::size_t>(kGpus));
   for (int g = 0; g < kGpus; ++g) {
     const st::SeriesSamples& s = (*got)[static_cast<std::size_t>(g)];
-    EXPECT_EQ(st::LabelValue(s.labels, "gpu"), std::to_string(g));
-    EXPECT_EQ(st::LabelValue(s.labels, "Hostname"), "h\"1");
+    EXPECT_EQ(gpucanary::model::LabelValue(s.labels, "gpu"), std::to_string(g));
+    EXPECT_EQ(gpucanary::model::LabelValue(s.labels, "Hostname"), "h\"1");
     ASSERT_EQ(s.samples.size(), static_cast<std::size_t>(kSeconds));
     for (std::size_t k = 0; k < s.samples.size(); ++k) {
       const int i = static_cast<int>(k);

@@ -63,7 +63,7 @@ using analysis::StoreTickSource;
 using analysis::Tick;
 
 struct Recorded {
-  store::Labels labels;  // sorted, with __name__
+  model::Labels labels;  // sorted, with __name__
   std::vector<store::Sample> samples;
 };
 
@@ -176,14 +176,14 @@ const std::vector<std::string> kNames = {"DCGM_FI_DEV_SM_CLOCK",
 // sentinel, a DCGM counter that resets, a node-level vLLM counter and
 // histogram, jittered timestamps; and node-9, scraped every 15 s.
 std::vector<Recorded> MakeTelemetry(std::int64_t t0) {
-  std::map<store::Labels, std::size_t> index;
+  std::map<model::Labels, std::size_t> index;
   std::vector<Recorded> out;
   const auto put = [&](const std::string& name,
                        std::vector<std::pair<std::string, std::string>> labels, double v,
                        std::int64_t ms) {
-    store::Labels l = {{"__name__", name}};
+    model::Labels l = {{"__name__", name}};
     for (auto& [k, val] : labels) l.push_back({k, val});
-    store::SortLabels(l);
+    model::SortLabels(l);
     auto [it, inserted] = index.emplace(l, out.size());
     if (inserted) out.push_back({l, {}});
     out[it->second].samples.push_back({ms, v});
@@ -238,8 +238,8 @@ std::vector<Recorded> MakeTelemetry(std::int64_t t0) {
   return out;
 }
 
-std::vector<store::Matcher> Hosts(const char* regex) {
-  return {*store::Matcher::Make(store::Matcher::Type::kRegex, "Hostname", regex)};
+std::vector<model::Matcher> Hosts(const char* regex) {
+  return {*model::Matcher::Make(model::Matcher::Type::kRegex, "Hostname", regex)};
 }
 
 class PrometheusHistorySourceTest : public ::testing::Test {
@@ -272,8 +272,8 @@ class PrometheusHistorySourceTest : public ::testing::Test {
     auto store = store::Store::Open(dir_ / ("data" + std::to_string(stores_.size())), {});
     EXPECT_TRUE(store.has_value()) << store.error().ToString();
     stores_.push_back(std::move(*store));
-    AppendTo(*stores_.back(), *telemetry_, [&](const store::Labels& l, std::int64_t t) {
-      const auto it = since.find(std::string(store::LabelValue(l, "Hostname")));
+    AppendTo(*stores_.back(), *telemetry_, [&](const model::Labels& l, std::int64_t t) {
+      const auto it = since.find(std::string(model::LabelValue(l, "Hostname")));
       return it != since.end() && t >= (t0_ + it->second) * 1000;
     });
     return *stores_.back();
@@ -621,7 +621,7 @@ using canary::CanaryView;
 
 // The power-brake recording (canary/test_util.h), moved to end a minute ago.
 std::vector<Recorded> SimTelemetry(std::int64_t shift_ms) {
-  std::map<store::Labels, std::size_t> index;
+  std::map<model::Labels, std::size_t> index;
   std::vector<Recorded> out;
   const fs::path& path = canary::testing::PowerBrakeRecording();
   std::ifstream in(path);
@@ -629,11 +629,11 @@ std::vector<Recorded> SimTelemetry(std::int64_t shift_ms) {
   text << in.rdbuf();
   expfmt::ExpositionReader reader(
       expfmt::Format::kOpenMetrics, path.string(), expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
-        store::Labels labels = {{"__name__", std::string(s.name)}};
+      [&](const expfmt::SampleView& s, std::string_view, model::MetricType) {
+        model::Labels labels = {{"__name__", std::string(s.name)}};
         for (const auto& l : s.labels)
           labels.push_back({std::string(l.name), std::string(l.value)});
-        store::SortLabels(labels);
+        model::SortLabels(labels);
         auto [it, inserted] = index.emplace(labels, out.size());
         if (inserted) out.push_back({labels, {}});
         out[it->second].samples.push_back({s.timestamp_ms + shift_ms, s.value});
@@ -680,7 +680,7 @@ class CanaryHistoryTest : public ::testing::Test {
     ASSERT_TRUE(meta.has_value()) << meta.error().ToString();
     meta_ = std::move(*meta);
     AppendTo(*store_, *telemetry_,
-             [&](const store::Labels&, std::int64_t t) { return t >= (start_ + from_s) * 1000; });
+             [&](const model::Labels&, std::int64_t t) { return t >= (start_ + from_s) * 1000; });
   }
 
   // Runs the power-brake release on node-4 to the end; `url` configures
@@ -719,7 +719,7 @@ class CanaryHistoryTest : public ::testing::Test {
   static double FirstTick(std::int64_t from_s) {
     std::int64_t first = std::numeric_limits<std::int64_t>::max();
     for (const Recorded& r : *telemetry_) {
-      if (store::LabelValue(r.labels, "Hostname") == "node-5") continue;
+      if (model::LabelValue(r.labels, "Hostname") == "node-5") continue;
       for (const store::Sample& s : r.samples) {
         if (s.t >= (start_ + from_s) * 1000) first = std::min(first, s.t / 1000);
       }
@@ -894,7 +894,7 @@ TEST_F(ServeHistoryTest, ADaemonWhosePrometheusIsDownStartsTheCanaryAnyway) {
   // The daemon has node-4 from the release on (remote-written to it).
   std::vector<Recorded> node4;
   for (const Recorded& r : *telemetry_) {
-    if (store::LabelValue(r.labels, "Hostname") != "node-4") continue;
+    if (model::LabelValue(r.labels, "Hostname") != "node-4") continue;
     Recorded part{r.labels, {}};
     for (const store::Sample& s : r.samples) {
       if (s.t >= (start_ + kReleaseS) * 1000 && s.t < (start_ + kReleaseS + 20) * 1000) {

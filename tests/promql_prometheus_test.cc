@@ -135,7 +135,7 @@ TEST_F(PromqlPrometheusTest, QueryRawReturnsExactlyTheSamplesWritten) {
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   ASSERT_EQ(r->series.size(), 2U);
   EXPECT_EQ(r->series[0].labels,
-            (store::Labels{{"__name__", "gc_test_power"}, {"gpu", "0"}, {"job", "t"}}));
+            (model::Labels{{"__name__", "gc_test_power"}, {"gpu", "0"}, {"job", "t"}}));
   ExpectSamples(r->series[0].samples, *written_a_);
   // The stale marker that ended b is not a sample the API returns.
   std::vector<remote::Sample> b = *written_b_;

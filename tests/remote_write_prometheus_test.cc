@@ -67,7 +67,7 @@ class Exporter {
   bool gpu1_ = true;  // guarded by mu_
 };
 
-store::Labels Gpu(const std::string& name, const std::string& gpu, const std::string& instance) {
+model::Labels Gpu(const std::string& name, const std::string& gpu, const std::string& instance) {
   return {{"Hostname", "node-1"}, {"UUID", "GPU-" + gpu},
           {"__name__", name},     {"device", "nvidia" + gpu},
           {"gpu", gpu},           {"instance", instance},
@@ -122,7 +122,7 @@ class RemoteWritePrometheusTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(mu_);
     for (const remote::TimeSeries& ts : r->timeseries) {
       for (const remote::Sample& s : ts.samples) {
-        if (!rejected_seen_.insert({store::LabelsToString(ts.labels), s.timestamp_ms}).second) {
+        if (!rejected_seen_.insert({model::LabelsToString(ts.labels), s.timestamp_ms}).second) {
           ++rejected_twice_;
         }
       }
@@ -175,10 +175,10 @@ TEST_F(RemoteWritePrometheusTest, SamplesArriveExactlyAndErrorsFollowTheSpec) {
   prometheus_ = test::PrometheusProcess::Start([&](int port) { return Config(port); }, {}, &error);
   ASSERT_NE(prometheus_, nullptr) << error;
 
-  const store::Labels temp0 = Gpu("DCGM_FI_DEV_GPU_TEMP", "0", endpoint_);
-  const store::Labels temp1 = Gpu("DCGM_FI_DEV_GPU_TEMP", "1", endpoint_);
-  const store::Labels power0 = Gpu("DCGM_FI_DEV_POWER_USAGE", "0", endpoint_);
-  const store::Labels scrapes = {
+  const model::Labels temp0 = Gpu("DCGM_FI_DEV_GPU_TEMP", "0", endpoint_);
+  const model::Labels temp1 = Gpu("DCGM_FI_DEV_GPU_TEMP", "1", endpoint_);
+  const model::Labels power0 = Gpu("DCGM_FI_DEV_POWER_USAGE", "0", endpoint_);
+  const model::Labels scrapes = {
       {"__name__", "test_scrapes_total"}, {"instance", endpoint_}, {"job", "dcgm"}};
 
   // Five scrapes of everything arrive at the ok receiver.

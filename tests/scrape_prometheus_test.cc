@@ -90,17 +90,17 @@ TEST(ScrapePrometheusTest, DiscoversTheDcgmJobFromPrometheus) {
   ASSERT_TRUE(m.Start().ok());
   const std::vector<scrape::TargetStatus> targets = m.Targets();
   for (const scrape::TargetStatus& t : targets) {
-    EXPECT_EQ(store::LabelValue(t.labels, "job"), "gpus");
-    EXPECT_TRUE(store::LabelValue(t.labels, "node").starts_with("node-")) << t.url;
-    EXPECT_EQ(store::LabelValue(t.labels, "instance"), t.url.substr(7, t.url.size() - 15));
+    EXPECT_EQ(model::LabelValue(t.labels, "job"), "gpus");
+    EXPECT_TRUE(model::LabelValue(t.labels, "node").starts_with("node-")) << t.url;
+    EXPECT_EQ(model::LabelValue(t.labels, "instance"), t.url.substr(7, t.url.size() - 15));
   }
   // And they are scraped, under our job with Prometheus's labels.
   ASSERT_TRUE(store.WaitFor(
       [&] {
         for (const scrape::TargetStatus& t : targets) {
           const std::string up =
-              "up{instance=\"" + std::string(store::LabelValue(t.labels, "instance")) +
-              "\",job=\"gpus\",node=\"" + std::string(store::LabelValue(t.labels, "node")) + "\"}";
+              "up{instance=\"" + std::string(model::LabelValue(t.labels, "instance")) +
+              "\",job=\"gpus\",node=\"" + std::string(model::LabelValue(t.labels, "node")) + "\"}";
           const auto s = store.Samples(up);
           if (s.empty() || s.back().value != 1) return false;
         }

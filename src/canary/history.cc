@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-#include "store/labels.h"
+#include "model/labels.h"
 
 namespace gpucanary::canary {
 namespace {
@@ -35,14 +35,14 @@ std::string Reason(const std::string& message) {
 
 // The hosts (values of `label`) with a sample in the store in [from_ms, to_ms].
 std::set<std::string> StoreHosts(const store::Store& store,
-                                 const std::vector<store::Matcher>& matchers,
+                                 const std::vector<model::Matcher>& matchers,
                                  const std::string& label, std::int64_t from_ms,
                                  std::int64_t to_ms) {
   std::set<std::string> hosts;
   auto series = store.SeriesIn(matchers, from_ms, to_ms);
   if (!series) return hosts;  // unreadable: as if absent, Prometheus is asked
-  for (const store::Labels& labels : *series) {
-    const std::string_view v = store::LabelValue(labels, label);
+  for (const model::Labels& labels : *series) {
+    const std::string_view v = model::LabelValue(labels, label);
     if (!v.empty()) hosts.emplace(v);
   }
   return hosts;

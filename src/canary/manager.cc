@@ -86,14 +86,14 @@ void CanaryManager::Log(const std::string& line) const {
   if (hooks_.log) hooks_.log(line);
 }
 
-std::vector<std::string> CanaryManager::HostsOf(const std::vector<store::Matcher>& matchers,
+std::vector<std::string> CanaryManager::HostsOf(const std::vector<model::Matcher>& matchers,
                                                 std::int64_t now_ms) const {
   std::set<std::string> hosts;
   auto series = store_.SeriesIn(matchers, now_ms - options_.discovery_window_s * 1000, now_ms);
   if (!series) return {};
-  for (const store::Labels& labels : *series) {
+  for (const model::Labels& labels : *series) {
     for (std::string_view label : kHostLabels) {
-      const std::string_view v = store::LabelValue(labels, label);
+      const std::string_view v = model::LabelValue(labels, label);
       if (!v.empty()) hosts.emplace(v);
     }
   }
@@ -105,13 +105,13 @@ std::vector<std::string> CanaryManager::PickBaseline(const std::vector<std::stri
   // Every present host with the GPU models it carries.
   std::map<std::string, std::set<std::string>> models;
   auto series =
-      store_.SeriesIn({*store::Matcher::Make(store::Matcher::Type::kRegex, "modelName", ".+")},
+      store_.SeriesIn({*model::Matcher::Make(model::Matcher::Type::kRegex, "modelName", ".+")},
                       now_ms - options_.discovery_window_s * 1000, now_ms);
   if (!series) return {};
-  for (const store::Labels& labels : *series) {
+  for (const model::Labels& labels : *series) {
     for (std::string_view label : kHostLabels) {
-      const std::string_view host = store::LabelValue(labels, label);
-      if (!host.empty()) models[std::string(host)].emplace(store::LabelValue(labels, "modelName"));
+      const std::string_view host = model::LabelValue(labels, label);
+      if (!host.empty()) models[std::string(host)].emplace(model::LabelValue(labels, "modelName"));
     }
   }
   std::set<std::string> wanted;
@@ -146,9 +146,9 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
   std::vector<analysis::StoreInput> inputs;
   auto add = [&](analysis::Role role, const std::vector<std::string>& hosts) {
     if (hosts.empty()) return;
-    const std::string regex = store::ExactAlternation(hosts);
+    const std::string regex = model::ExactAlternation(hosts);
     for (std::string_view label : kHostLabels) {
-      auto matcher = store::Matcher::Make(store::Matcher::Type::kRegex, std::string(label), regex);
+      auto matcher = model::Matcher::Make(model::Matcher::Type::kRegex, std::string(label), regex);
       if (!matcher) continue;  // hosts are label values: always a valid regex
       inputs.push_back({std::string(analysis::RoleName(role)) + " {" + std::string(label) + "=~\"" +
                             regex + "\"}",

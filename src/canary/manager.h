@@ -33,7 +33,7 @@
 #include "canary/history.h"
 #include "core/clock.h"
 #include "core/status.h"
-#include "store/matcher.h"
+#include "model/matcher.h"
 #include "store/meta_db.h"
 #include "store/store.h"
 
@@ -56,7 +56,7 @@ struct CanaryRequest {
   std::string release_id;
   double started_at = 0;                 // Unix seconds
   std::vector<std::string> targets;      // hostnames, or
-  std::vector<store::Matcher> selector;  // label matchers selecting the canary's series
+  std::vector<model::Matcher> selector;  // label matchers selecting the canary's series
   std::string previous;                  // the release being replaced ("" if unknown)
 };
 
@@ -133,7 +133,7 @@ class CanaryManager {
   Result<std::unique_ptr<Canary>> Build(const std::string& id, const std::string& release_id,
                                         double started_at, std::vector<std::string> canary_hosts,
                                         std::vector<std::string> baseline_hosts);
-  std::vector<std::string> HostsOf(const std::vector<store::Matcher>& matchers,
+  std::vector<std::string> HostsOf(const std::vector<model::Matcher>& matchers,
                                    std::int64_t now_ms) const;
   std::vector<std::string> PickBaseline(const std::vector<std::string>& canary,
                                         std::int64_t now_ms) const;

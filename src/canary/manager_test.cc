@@ -251,7 +251,7 @@ TEST_F(CanaryManagerTest, ReleasesWithoutHostsAreRefusedWithAReason) {
       {.release_id = "r",
        .started_at = 1,
        .targets = {},
-       .selector = {*store::Matcher::Make(store::Matcher::Type::kEqual, "Hostname", "node-99")},
+       .selector = {*model::Matcher::Make(model::Matcher::Type::kEqual, "Hostname", "node-99")},
        .previous = ""});
   ASSERT_FALSE(empty.has_value());
   EXPECT_NE(empty.error().message().find("matches no host"), std::string::npos);

@@ -62,11 +62,11 @@ inline void LoadRecording(const std::filesystem::path& path, store::Store& store
   std::size_t pending = 0;
   expfmt::ExpositionReader reader(
       expfmt::Format::kOpenMetrics, path.string(), expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
-        store::Labels labels = {{"__name__", std::string(s.name)}};
+      [&](const expfmt::SampleView& s, std::string_view, model::MetricType) {
+        model::Labels labels = {{"__name__", std::string(s.name)}};
         for (const auto& l : s.labels)
           labels.push_back({std::string(l.name), std::string(l.value)});
-        store::SortLabels(labels);
+        model::SortLabels(labels);
         auto ref = app->Series(labels);
         ASSERT_TRUE(ref.has_value()) << ref.error().ToString();
         ASSERT_TRUE(app->Append(*ref, s.timestamp_ms, s.value).ok());

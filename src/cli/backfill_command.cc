@@ -97,14 +97,14 @@ class FileLoader {
   const std::string& io_error() const { return io_error_; }
 
  private:
-  static store::Labels LabelsOf(const expfmt::SampleView& s) {
-    store::Labels labels;
+  static model::Labels LabelsOf(const expfmt::SampleView& s) {
+    model::Labels labels;
     labels.reserve(s.labels.size() + 1);
-    labels.push_back({std::string(store::kMetricNameLabel), std::string(s.name)});
-    for (const expfmt::LabelView& l : s.labels) {
+    labels.push_back({std::string(model::kMetricNameLabel), std::string(s.name)});
+    for (const model::LabelView& l : s.labels) {
       labels.push_back({std::string(l.name), std::string(l.value)});
     }
-    store::SortLabels(labels);
+    model::SortLabels(labels);
     return labels;
   }
 
@@ -171,7 +171,7 @@ bool BackfillFile(const std::string& file, const BackfillArgs& args, store::Stor
   FileLoader loader(store, file);
   auto report = expfmt::ReadFile(file, read_options,
                                  [&loader](const expfmt::SampleView& s, std::string_view,
-                                           expfmt::MetricType) { loader.Add(s); });
+                                           model::MetricType) { loader.Add(s); });
   const bool committed = loader.Commit();
   if (!report) {
     ctx.err << "gpucanary backfill: " << report.error().message() << "\n";

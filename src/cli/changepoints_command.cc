@@ -38,8 +38,8 @@
 #include "dcgm/fields.h"
 #include "expfmt/reader.h"
 #include "importers/csv_line.h"
-#include "store/labels.h"
-#include "store/matcher.h"
+#include "model/labels.h"
+#include "model/matcher.h"
 
 namespace gpucanary::cli {
 namespace {
@@ -221,9 +221,9 @@ struct TelemetrySeries {
   std::vector<std::pair<std::int64_t, double>> samples;  // (ms, value) in file order
 };
 
-bool Matches(const std::vector<store::Matcher>& matchers, const expfmt::SampleView& sample) {
-  for (const store::Matcher& m : matchers) {
-    const std::string_view value = m.name() == store::kMetricNameLabel
+bool Matches(const std::vector<model::Matcher>& matchers, const expfmt::SampleView& sample) {
+  for (const model::Matcher& m : matchers) {
+    const std::string_view value = m.name() == model::kMetricNameLabel
                                        ? sample.name
                                        : sample.Label(m.name()).value_or(std::string_view());
     if (!m.Matches(value)) return false;
@@ -232,30 +232,30 @@ bool Matches(const std::vector<store::Matcher>& matchers, const expfmt::SampleVi
 }
 
 std::string SeriesId(const expfmt::SampleView& sample) {
-  store::Labels labels{{std::string(store::kMetricNameLabel), std::string(sample.name)}};
-  for (const expfmt::LabelView& l : sample.labels) {
+  model::Labels labels{{std::string(model::kMetricNameLabel), std::string(sample.name)}};
+  for (const model::LabelView& l : sample.labels) {
     labels.push_back({std::string(l.name), std::string(l.value)});
   }
-  store::SortLabels(labels);
-  return store::LabelsToString(labels);
+  model::SortLabels(labels);
+  return model::LabelsToString(labels);
 }
 
 // Counters are cumulative: an OpenMetrics or Prometheus counter family, a
 // histogram's buckets, count and sum, a name ending in _total, or a DCGM
 // field the catalog calls a counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION is
 // exposed as "unknown").
-bool IsCounter(const expfmt::SampleView& sample, expfmt::MetricType type,
+bool IsCounter(const expfmt::SampleView& sample, model::MetricType type,
                const dcgm::FieldInfo* field) {
-  if (type == expfmt::MetricType::kCounter || type == expfmt::MetricType::kHistogram) return true;
+  if (type == model::MetricType::kCounter || type == model::MetricType::kHistogram) return true;
   if (sample.name.ends_with("_total")) return true;
   return field != nullptr && field->kind == dcgm::ValueKind::kCounter;
 }
 
 Result<std::map<std::string, TelemetrySeries>> CollectMatching(
-    const std::string& path, const std::vector<store::Matcher>& matchers) {
+    const std::string& path, const std::vector<model::Matcher>& matchers) {
   std::map<std::string, TelemetrySeries> found;
   const auto on_sample = [&](const expfmt::SampleView& sample, std::string_view /*family*/,
-                             expfmt::MetricType type) {
+                             model::MetricType type) {
     if (!Matches(matchers, sample)) return;
     TelemetrySeries& series = found[SeriesId(sample)];
     const dcgm::FieldInfo* field = dcgm::FindFieldByName(sample.name);
@@ -370,7 +370,7 @@ std::vector<double> OnGrid(const TelemetrySeries& series, const Grid& grid) {
 }
 
 Result<Series> ReadTelemetry(const ChangepointsArgs& args) {
-  Result<std::vector<store::Matcher>> matchers = store::ParseSelector(args.series);
+  Result<std::vector<model::Matcher>> matchers = model::ParseSelector(args.series);
   if (!matchers) {
     return Error(StatusCode::kInvalidArgument, "--series: " + matchers.error().message());
   }

@@ -30,10 +30,10 @@
 #include "cli/daemon_client.h"
 #include "core/status.h"
 #include "daemon/api_format.h"
+#include "model/matcher.h"
 #include "net/url.h"
 #include "promql/client.h"
 #include "releases/release.h"
-#include "store/matcher.h"
 
 namespace gpucanary::cli {
 namespace {

@@ -164,7 +164,7 @@ void Run(const SummarizeArgs& args, CommandContext& ctx) {
   options.skip_bad_lines = true;
   auto report = expfmt::ReadFile(
       args.file, options,
-      [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) { snapshot.Add(s); });
+      [&](const expfmt::SampleView& s, std::string_view, model::MetricType) { snapshot.Add(s); });
   if (!report) {
     ctx.err << "gpucanary summarize: " << report.error().message() << "\n";
     ctx.exit_code = kExitBadInput;

@@ -10,9 +10,10 @@
 #include <tuple>
 #include <utility>
 
+#include "model/family_writer.h"
+#include "model/matcher.h"
 #include "recording/openmetrics_text.h"
 #include "recording/recording_writer.h"
-#include "store/matcher.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::daemon {
@@ -161,7 +162,7 @@ Result<std::optional<std::string>> CanaryService::OnRelease(const releases::Rele
   request.targets = release.targets;
   request.previous = release.previous;
   if (!release.selector.empty()) {
-    auto matchers = store::ParseSelector(release.selector);
+    auto matchers = model::ParseSelector(release.selector);
     if (!matchers) {
       return Error(StatusCode::kInvalidArgument,
                    "release " + release.id + ": selector: " + matchers.error().message());
@@ -180,24 +181,20 @@ bool CanaryService::Handle(const net::HttpRequest& request, net::HttpResponse& r
 
 namespace {
 
-// {canary="…",release="…"} plus more labels, escaped.
-std::string CanaryLabels(
-    const canary::CanaryView& c,
-    std::initializer_list<std::pair<std::string_view, std::string_view>> more) {
-  std::string out = "{canary=\"";
-  recording::AppendEscaped(out, c.id);
-  out += "\",release=\"";
-  recording::AppendEscaped(out, c.release_id);
-  out += '"';
-  for (const auto& [name, value] : more) {
-    out += ',';
-    out += name;
-    out += "=\"";
-    recording::AppendEscaped(out, value);
-    out += '"';
-  }
-  out += '}';
-  return out;
+// canary="…",release="…" plus more labels. The views point into `c` and
+// `more`: use the result within the same full expression.
+std::vector<model::LabelView> CanaryLabels(const canary::CanaryView& c,
+                                           std::initializer_list<model::LabelView> more) {
+  std::vector<model::LabelView> labels = {{"canary", c.id}, {"release", c.release_id}};
+  labels.insert(labels.end(), more.begin(), more.end());
+  return labels;
+}
+
+// A sample value as the recording format writes it (shortest round trip).
+std::string ValueText(double value) {
+  std::string text;
+  recording::AppendValue(text, value);
+  return text;
 }
 
 }  // namespace
@@ -208,15 +205,14 @@ void CanaryService::AppendMetrics(std::string& out, std::int64_t window_ms) cons
   for (canary::CanaryView& c : manager_->List()) {
     if (c.started_at >= since) canaries.push_back(std::move(c));
   }
+  model::FamilyWriter metrics(out);
   // One series per word of the vocabulary (vocab::Words), 1 for the current.
   auto one_hot = [&](std::string_view family, std::string_view label, std::string_view help,
                      auto words, auto current) {
-    recording::AppendFamilyHeader(out, family, "gauge", help);
+    metrics.Family(family, model::MetricType::kGauge, help);
     for (const canary::CanaryView& c : canaries) {
       for (const auto& w : words) {
-        out += family;
-        out += CanaryLabels(c, {{label, w.name}});
-        out += w.value == current(c) ? " 1\n" : " 0\n";
+        metrics.Sample(CanaryLabels(c, {{label, w.name}}), w.value == current(c) ? "1" : "0");
       }
     }
   };
@@ -227,39 +223,34 @@ void CanaryService::AppendMetrics(std::string& out, std::int64_t window_ms) cons
   one_hot("gpucanary_canary_verdict", "verdict", "The judge's verdict now (1 for the current one).",
           vocab::Words<vocab::Verdict>(),
           [](const canary::CanaryView& c) { return c.report.verdict; });
-  recording::AppendFamilyHeader(out, "gpucanary_canary_score", "gauge",
-                                "-log10 of the error rate at which the verdict holds (0: none).");
+  metrics.Family("gpucanary_canary_score", model::MetricType::kGauge,
+                 "-log10 of the error rate at which the verdict holds (0: none).");
   for (const canary::CanaryView& c : canaries) {
-    out += "gpucanary_canary_score" + CanaryLabels(c, {}) + ' ';
-    recording::AppendValue(out, c.report.score);
-    out += '\n';
+    metrics.Sample(CanaryLabels(c, {}), ValueText(c.report.score));
   }
-  recording::AppendFamilyHeader(out, "gpucanary_canary_decided_timestamp_seconds", "gauge",
-                                "When the verdict was decided (Unix seconds).");
+  metrics.Family("gpucanary_canary_decided_timestamp_seconds", model::MetricType::kGauge,
+                 "When the verdict was decided (Unix seconds).");
   for (const canary::CanaryView& c : canaries) {
     if (!c.report.decided_at) continue;
-    out += "gpucanary_canary_decided_timestamp_seconds" + CanaryLabels(c, {}) + ' ';
-    recording::AppendValue(out, *c.report.decided_at);
-    out += '\n';
+    metrics.Sample(CanaryLabels(c, {}), ValueText(*c.report.decided_at));
   }
-  recording::AppendFamilyHeader(
-      out, "gpucanary_canary_cause", "gauge",
+  metrics.Family(
+      "gpucanary_canary_cause", model::MetricType::kGauge,
       "1 for each cause the judge names (DESIGN.md section 6 kinds), per node it sits on.");
   for (const canary::CanaryView& c : canaries) {
     for (const analysis::Cause& cause : c.report.causes) {
       std::vector<std::string> nodes = cause.nodes;
       if (nodes.empty()) nodes.emplace_back();
       for (const std::string& node : nodes) {
-        out += "gpucanary_canary_cause" +
-               CanaryLabels(c, {{"kind", vocab::Name(cause.kind)},
-                                {"scope", vocab::Name(cause.scope)},
-                                {"node", node}}) +
-               " 1\n";
+        metrics.Sample(CanaryLabels(c, {{"kind", vocab::Name(cause.kind)},
+                                        {"scope", vocab::Name(cause.scope)},
+                                        {"node", node}}),
+                       "1");
       }
     }
   }
-  recording::AppendFamilyHeader(out, "gpucanary_canary_actions", "gauge",
-                                "Circuit-breaker actions recorded for the canary, by outcome.");
+  metrics.Family("gpucanary_canary_actions", model::MetricType::kGauge,
+                 "Circuit-breaker actions recorded for the canary, by outcome.");
   for (const canary::CanaryView& c : canaries) {
     auto recorded = meta_.Actions(c.id);
     if (!recorded) continue;
@@ -271,9 +262,8 @@ void CanaryService::AppendMetrics(std::string& out, std::int64_t window_ms) cons
       ++counts[{a.kind, outcome}];
     }
     for (const auto& [key, n] : counts) {
-      out += "gpucanary_canary_actions" +
-             CanaryLabels(c, {{"kind", key.first}, {"outcome", key.second}}) + ' ' +
-             std::to_string(n) + '\n';
+      metrics.Sample(CanaryLabels(c, {{"kind", key.first}, {"outcome", key.second}}),
+                     std::to_string(n));
     }
   }
 }
@@ -318,6 +308,136 @@ void CanaryService::OnNodeFault(const canary::CanaryView& view, const std::strin
   Log(ticket.message);
 }
 
+namespace {
+
+// The samples of a canary's window: every series, and every sample as a row
+// that points at its series.
+struct Window {
+  struct Row {
+    std::int64_t t;
+    std::size_t series;
+    double v;
+  };
+  std::vector<model::Labels> series;
+  std::vector<Row> rows;
+};
+
+// Every sample (NaN ones left out) in [from_ms, to_ms] of the series whose
+// Hostname or hostname is one of `hosts`.
+Result<Window> SelectWindow(store::Store& store, const std::vector<std::string>& hosts,
+                            std::int64_t from_ms, std::int64_t to_ms) {
+  Window window;
+  for (std::string_view label : {"Hostname", "hostname"}) {
+    auto matcher = model::Matcher::Make(model::Matcher::Type::kRegex, std::string(label),
+                                        model::ExactAlternation(hosts));
+    if (!matcher) return Error(matcher.error());
+    auto got = store.Select({*matcher}, from_ms, to_ms);
+    if (!got) return Error(got.error());
+    for (store::SeriesSamples& s : *got) {
+      for (const store::Sample& x : s.samples) {
+        if (!std::isnan(x.v)) window.rows.push_back({x.t, window.series.size(), x.v});
+      }
+      window.series.push_back(std::move(s.labels));
+    }
+  }
+  return window;
+}
+
+// Types are not stored. Histograms are told by their samples, as
+// StoreTickSource tells them (an `x_bucket` series with `le`), and declared
+// as histograms so that the bundle replays their quantiles; every other
+// name is "unknown", kept as scraped (the judge knows DCGM's counters).
+class HistogramNames {
+ public:
+  explicit HistogramNames(const std::vector<model::Labels>& series) {
+    for (const model::Labels& l : series) {
+      const std::string_view name = model::LabelValue(l, model::kMetricNameLabel);
+      if (name.ends_with("_bucket") && !model::LabelValue(l, "le").empty()) {
+        histograms_.emplace(name.substr(0, name.size() - 7));
+      }
+    }
+  }
+
+  // The histogram that sample name `name` belongs to, or "" for none.
+  std::string FamilyOf(const std::string& name) const {
+    for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
+      if (name.ends_with(suffix)) {
+        std::string base = name.substr(0, name.size() - suffix.size());
+        if (histograms_.contains(base)) return base;
+      }
+    }
+    return "";
+  }
+
+ private:
+  std::set<std::string> histograms_;
+};
+
+// Within a second, one histogram's samples must come together with its
+// buckets in increasing `le` (OpenMetrics): rank the series by (family,
+// other labels, bucket/count/sum, le). Returns each series' rank.
+std::vector<std::size_t> RankSeries(const std::vector<model::Labels>& series,
+                                    const HistogramNames& histograms) {
+  struct SeriesKey {
+    std::string family;
+    std::string labels;  // without __name__ and le
+    int part = 0;        // 0 bucket (or not a histogram), 1 count, 2 sum
+    double le = 0;
+  };
+  std::vector<SeriesKey> keys(series.size());
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const std::string name(model::LabelValue(series[i], model::kMetricNameLabel));
+    const std::string histogram = histograms.FamilyOf(name);
+    SeriesKey& k = keys[i];
+    k.family = histogram.empty() ? name : histogram;
+    for (const model::Label& label : series[i]) {
+      if (label.name == model::kMetricNameLabel || label.name == "le") continue;
+      k.labels += label.name + '\x01' + label.value + '\x02';
+    }
+    if (!histogram.empty()) {
+      k.part = name.ends_with("_count") ? 1 : name.ends_with("_sum") ? 2 : 0;
+      const std::string le(model::LabelValue(series[i], "le"));
+      k.le =
+          le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
+    }
+  }
+  std::vector<std::size_t> order(series.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(keys[a].family, keys[a].labels, keys[a].part, keys[a].le) <
+           std::tie(keys[b].family, keys[b].labels, keys[b].part, keys[b].le);
+  });
+  std::vector<std::size_t> rank(series.size());
+  for (std::size_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  return rank;
+}
+
+// Writes the window's rows in order (each family declared at its first
+// sample) and closes the recording.
+Status WriteRows(recording::RecordingWriter& writer, const Window& window,
+                 const HistogramNames& histograms) {
+  std::set<std::string> declared;
+  std::vector<model::LabelView> labels;
+  for (const Window::Row& row : window.rows) {
+    const model::Labels& l = window.series[row.series];
+    const std::string name(model::LabelValue(l, model::kMetricNameLabel));
+    if (declared.insert(name).second) {
+      const std::string histogram = histograms.FamilyOf(name);
+      GC_RETURN_IF_ERROR(histogram.empty()
+                             ? writer.DeclareFamily(name, model::MetricType::kUnknown, "")
+                             : writer.DeclareFamily(histogram, model::MetricType::kHistogram, ""));
+    }
+    labels.clear();
+    for (const model::Label& label : l) {
+      if (label.name != model::kMetricNameLabel) labels.push_back({label.name, label.value});
+    }
+    GC_RETURN_IF_ERROR(writer.Append(name, labels, row.v, row.t));
+  }
+  return writer.Close();
+}
+
+}  // namespace
+
 // The canary's window (history included) for its canary and baseline hosts,
 // as a time-blocked recording that `gpucanary judge` and `report` read back.
 Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
@@ -329,107 +449,18 @@ Status CanaryService::WriteTelemetry(const canary::CanaryView& view,
                        1000;
   const std::int64_t to_ms = view.last_tick ? (*view.last_tick + 1) * 1000 - 1 : clock_.NowMs();
   // Every sample, then written second by second (the recording format is
-  // time-blocked, DESIGN.md §4).
-  struct Row {
-    std::int64_t t;
-    std::size_t series;
-    double v;
-  };
-  std::vector<store::Labels> series;
-  std::vector<Row> rows;
-  for (std::string_view label : {"Hostname", "hostname"}) {
-    auto matcher = store::Matcher::Make(store::Matcher::Type::kRegex, std::string(label),
-                                        store::ExactAlternation(hosts));
-    if (!matcher) return matcher.error();
-    auto got = store_.Select({*matcher}, from_ms, to_ms);
-    if (!got) return got.error();
-    for (store::SeriesSamples& s : *got) {
-      for (const store::Sample& x : s.samples) {
-        if (!std::isnan(x.v)) rows.push_back({x.t, series.size(), x.v});
-      }
-      series.push_back(std::move(s.labels));
-    }
-  }
+  // time-blocked).
+  auto window = SelectWindow(store_, hosts, from_ms, to_ms);
+  if (!window) return window.error();
   auto writer = recording::RecordingWriter::Open((dir / "telemetry.om").string());
   if (!writer) return writer.error();
-  // Types are not stored. Histograms are told by their samples, as
-  // StoreTickSource tells them (an `x_bucket` series with `le`), and declared
-  // as histograms so that the bundle replays their quantiles; every other
-  // name is "unknown", kept as scraped (the judge knows DCGM's counters).
-  std::set<std::string> histograms;
-  for (const store::Labels& l : series) {
-    const std::string_view name = store::LabelValue(l, store::kMetricNameLabel);
-    if (name.ends_with("_bucket") && !store::LabelValue(l, "le").empty()) {
-      histograms.emplace(name.substr(0, name.size() - 7));
-    }
-  }
-  auto histogram_of = [&](const std::string& name) -> std::string {
-    for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
-      if (name.ends_with(suffix)) {
-        std::string base = name.substr(0, name.size() - suffix.size());
-        if (histograms.contains(base)) return base;
-      }
-    }
-    return "";
-  };
-  // Within a second, one histogram's samples must come together with its
-  // buckets in increasing `le` (OpenMetrics): rank the series by (family,
-  // other labels, bucket/count/sum, le) and order each second's rows by rank.
-  struct SeriesKey {
-    std::string family;
-    std::string labels;  // without __name__ and le
-    int part = 0;        // 0 bucket (or not a histogram), 1 count, 2 sum
-    double le = 0;
-  };
-  std::vector<SeriesKey> keys(series.size());
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const std::string name(store::LabelValue(series[i], store::kMetricNameLabel));
-    const std::string histogram = histogram_of(name);
-    SeriesKey& k = keys[i];
-    k.family = histogram.empty() ? name : histogram;
-    for (const store::Label& label : series[i]) {
-      if (label.name == store::kMetricNameLabel || label.name == "le") continue;
-      k.labels += label.name + '\x01' + label.value + '\x02';
-    }
-    if (!histogram.empty()) {
-      k.part = name.ends_with("_count") ? 1 : name.ends_with("_sum") ? 2 : 0;
-      const std::string le(store::LabelValue(series[i], "le"));
-      k.le =
-          le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
-    }
-  }
-  std::vector<std::size_t> rank(series.size());
-  {
-    std::vector<std::size_t> order(series.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return std::tie(keys[a].family, keys[a].labels, keys[a].part, keys[a].le) <
-             std::tie(keys[b].family, keys[b].labels, keys[b].part, keys[b].le);
-    });
-    for (std::size_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
-  }
-  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-    return a.t != b.t ? a.t < b.t : rank[a.series] < rank[b.series];
-  });
-  std::set<std::string> declared;
-  std::vector<recording::Label> labels;
-  for (const Row& row : rows) {
-    const store::Labels& l = series[row.series];
-    const std::string name(store::LabelValue(l, store::kMetricNameLabel));
-    if (declared.insert(name).second) {
-      const std::string histogram = histogram_of(name);
-      GC_RETURN_IF_ERROR(
-          histogram.empty()
-              ? (*writer)->DeclareFamily(name, recording::MetricKind::kUnknown, "")
-              : (*writer)->DeclareFamily(histogram, recording::MetricKind::kHistogram, ""));
-    }
-    labels.clear();
-    for (const store::Label& label : l) {
-      if (label.name != store::kMetricNameLabel) labels.push_back({label.name, label.value});
-    }
-    GC_RETURN_IF_ERROR((*writer)->Append(name, labels, row.v, row.t));
-  }
-  return (*writer)->Close();
+  const HistogramNames histograms(window->series);
+  const std::vector<std::size_t> rank = RankSeries(window->series, histograms);
+  std::sort(window->rows.begin(), window->rows.end(),
+            [&](const Window::Row& a, const Window::Row& b) {
+              return a.t != b.t ? a.t < b.t : rank[a.series] < rank[b.series];
+            });
+  return WriteRows(**writer, *window, histograms);
 }
 
 }  // namespace gpucanary::daemon

@@ -16,9 +16,9 @@
 #include "daemon/release_api.h"
 #include "daemon/vocabulary_api.h"
 #include "dashboard/dashboard.h"
+#include "model/family_writer.h"
 #include "net/http_server.h"
 #include "nvml/source.h"
-#include "recording/openmetrics_text.h"
 #include "remote/receiver.h"
 #include "scrape/scrape_manager.h"
 #include "store/meta_db.h"
@@ -27,13 +27,13 @@
 namespace gpucanary::daemon {
 namespace {
 
-void AppendMetric(std::string& out, std::string_view name, std::string_view type,
+// A family of one unlabelled sample.
+void AppendMetric(model::FamilyWriter& metrics, std::string_view name, model::MetricType type,
                   std::string_view help, double value) {
-  recording::AppendFamilyHeader(out, name, type, help);
-  out += name;
-  out += ' ';
-  AppendPromValue(out, value);
-  out += '\n';
+  metrics.Family(name, type, help);
+  std::string text;
+  AppendPromValue(text, value);
+  metrics.Sample({}, text);
 }
 
 }  // namespace
@@ -222,45 +222,46 @@ void Daemon::Impl::Handle(const net::HttpRequest& request, net::HttpResponse& re
 
 std::string Daemon::Impl::Metrics() const {
   std::string out;
+  model::FamilyWriter metrics(out);
   const store::StoreStats st = store_->stats();
-  AppendMetric(out, "gpucanary_store_head_series", "gauge", "Series in memory.",
-               static_cast<double>(st.head_series));
-  AppendMetric(out, "gpucanary_store_samples_appended_total", "counter",
+  AppendMetric(metrics, "gpucanary_store_head_series", model::MetricType::kGauge,
+               "Series in memory.", static_cast<double>(st.head_series));
+  AppendMetric(metrics, "gpucanary_store_samples_appended_total", model::MetricType::kCounter,
                "Samples committed since start.", static_cast<double>(st.samples_appended));
-  AppendMetric(out, "gpucanary_store_samples_rejected_total", "counter",
+  AppendMetric(metrics, "gpucanary_store_samples_rejected_total", model::MetricType::kCounter,
                "Samples refused (out of order, duplicate, unknown series).",
                static_cast<double>(st.samples_rejected));
-  AppendMetric(out, "gpucanary_store_chunk_bytes_total", "counter",
+  AppendMetric(metrics, "gpucanary_store_chunk_bytes_total", model::MetricType::kCounter,
                "Encoded bytes of chunks sealed since start.", static_cast<double>(st.chunk_bytes));
-  AppendMetric(out, "gpucanary_store_chunk_samples_total", "counter",
+  AppendMetric(metrics, "gpucanary_store_chunk_samples_total", model::MetricType::kCounter,
                "Samples in chunks sealed since start.", static_cast<double>(st.chunk_samples));
-  AppendMetric(out, "gpucanary_store_segment_bytes", "gauge", "Chunk segment bytes on disk.",
-               static_cast<double>(st.segment_bytes));
-  AppendMetric(out, "gpucanary_store_wal_bytes", "gauge", "WAL and checkpoint bytes on disk.",
-               static_cast<double>(st.wal_bytes));
+  AppendMetric(metrics, "gpucanary_store_segment_bytes", model::MetricType::kGauge,
+               "Chunk segment bytes on disk.", static_cast<double>(st.segment_bytes));
+  AppendMetric(metrics, "gpucanary_store_wal_bytes", model::MetricType::kGauge,
+               "WAL and checkpoint bytes on disk.", static_cast<double>(st.wal_bytes));
   const scrape::ScrapeManager::Stats sc = scraper_->stats();
-  AppendMetric(out, "gpucanary_scrape_targets", "gauge", "Scrape targets.",
+  AppendMetric(metrics, "gpucanary_scrape_targets", model::MetricType::kGauge, "Scrape targets.",
                static_cast<double>(sc.targets));
-  AppendMetric(out, "gpucanary_scrapes_total", "counter", "Scrapes finished.",
+  AppendMetric(metrics, "gpucanary_scrapes_total", model::MetricType::kCounter, "Scrapes finished.",
                static_cast<double>(sc.scrapes));
-  AppendMetric(out, "gpucanary_scrape_failures_total", "counter", "Scrapes that failed (up=0).",
-               static_cast<double>(sc.failures));
-  AppendMetric(out, "gpucanary_scrape_samples_total", "counter", "Samples scraped.",
-               static_cast<double>(sc.samples));
-  AppendMetric(out, "gpucanary_scrape_skipped_slots_total", "counter",
+  AppendMetric(metrics, "gpucanary_scrape_failures_total", model::MetricType::kCounter,
+               "Scrapes that failed (up=0).", static_cast<double>(sc.failures));
+  AppendMetric(metrics, "gpucanary_scrape_samples_total", model::MetricType::kCounter,
+               "Samples scraped.", static_cast<double>(sc.samples));
+  AppendMetric(metrics, "gpucanary_scrape_skipped_slots_total", model::MetricType::kCounter,
                "Scrape slots missed because the previous scrape still ran.",
                static_cast<double>(sc.skipped_slots));
   const remote::ReceiverStats rw = receiver_->stats();
-  AppendMetric(out, "gpucanary_remote_write_requests_total", "counter",
+  AppendMetric(metrics, "gpucanary_remote_write_requests_total", model::MetricType::kCounter,
                "remote_write requests handled.", static_cast<double>(rw.requests));
-  AppendMetric(out, "gpucanary_remote_write_samples_appended_total", "counter",
-               "remote_write samples committed.", static_cast<double>(rw.samples_appended));
-  out += "# HELP gpucanary_remote_write_errors_total remote_write problems by reason.\n";
-  out += "# TYPE gpucanary_remote_write_errors_total counter\n";
+  AppendMetric(metrics, "gpucanary_remote_write_samples_appended_total",
+               model::MetricType::kCounter, "remote_write samples committed.",
+               static_cast<double>(rw.samples_appended));
+  metrics.Family("gpucanary_remote_write_errors_total", model::MetricType::kCounter,
+                 "remote_write problems by reason.");
   for (std::size_t i = 0; i < rw.errors.size(); ++i) {
-    out += "gpucanary_remote_write_errors_total{reason=\"";
-    out += remote::WriteErrorName(static_cast<remote::WriteError>(i));
-    out += "\"} " + std::to_string(rw.errors[i]) + "\n";
+    metrics.Sample({{"reason", remote::WriteErrorName(static_cast<remote::WriteError>(i))}},
+                   std::to_string(rw.errors[i]));
   }
   releases_->AppendMetrics(out);
   canaries_->AppendMetrics(out, config_.releases.info_window_ms);

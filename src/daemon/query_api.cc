@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "daemon/api_format.h"
+#include "model/matcher.h"
+#include "model/names.h"
 #include "net/url.h"
-#include "recording/openmetrics_text.h"
 #include "scrape/config.h"
-#include "store/matcher.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -89,7 +89,7 @@ Answer<std::pair<std::int64_t, std::int64_t>> MetadataRange(const Params& params
 
 // A query: a vector selector, optionally with a range.
 struct Selection {
-  std::vector<store::Matcher> matchers;
+  std::vector<model::Matcher> matchers;
   std::optional<std::int64_t> range_ms;
 };
 
@@ -112,7 +112,7 @@ Answer<Selection> ParseQuery(const Params& params) {
     out.range_ms = ms;
     q = q.substr(0, open);
   }
-  auto matchers = store::ParseSelector(q);
+  auto matchers = model::ParseSelector(q);
   if (!matchers) {
     return tl::unexpected(
         BadData("invalid parameter \"query\": " + matchers.error().message() +
@@ -145,7 +145,7 @@ Answer<std::int64_t> StepParam(const Params& params) {
 // The series `matchers` select with their samples in [lo, hi], within the
 // per-query sample limit.
 Answer<std::vector<store::SeriesSamples>> ReadSeries(const Call& c,
-                                                     const std::vector<store::Matcher>& matchers,
+                                                     const std::vector<model::Matcher>& matchers,
                                                      std::int64_t lo, std::int64_t hi) {
   auto q = c.store.Query(matchers, lo, hi);
   if (!q) return tl::unexpected(ApiError{500, "internal", q.error().message()});
@@ -181,7 +181,7 @@ const store::Sample* LatestAt(const std::vector<store::Sample>& samples, std::in
 
 // ---- JSON -------------------------------------------------------------------
 
-void AppendMetric(std::string& out, const store::Labels& labels) {
+void AppendMetric(std::string& out, const model::Labels& labels) {
   out += "{";
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (i > 0) out += ',';
@@ -313,15 +313,15 @@ Answer<std::string> QueryRange(const Call& c) {
 Answer<std::string> Series(const Call& c) {
   auto range = MetadataRange(c.params);
   if (!range) return tl::unexpected(range.error());
-  std::vector<std::vector<store::Matcher>> sets;
+  std::vector<std::vector<model::Matcher>> sets;
   for (const auto& [k, v] : c.params) {
     if (k != "match[]") continue;
-    auto m = store::ParseSelector(v);
+    auto m = model::ParseSelector(v);
     if (!m) return tl::unexpected(BadData("invalid parameter \"match[]\": " + m.error().message()));
     sets.push_back(std::move(*m));
   }
   if (sets.empty()) return tl::unexpected(BadData("no match[] parameter provided"));
-  std::vector<store::Labels> all;
+  std::vector<model::Labels> all;
   for (const auto& m : sets) {
     auto found = c.store.SeriesIn(m, range->first, range->second);
     if (!found) return tl::unexpected(ApiError{500, "internal", found.error().message()});
@@ -350,7 +350,7 @@ Answer<std::string> LabelValues(const Call& c) {
   if (!range) return tl::unexpected(range.error());
   // The name is a path segment: percent-decoded, then checked like Prometheus.
   auto name = net::PathDecode(c.arg);
-  if (!name || !recording::IsValidLabelName(*name)) {
+  if (!name || !model::IsValidLabelName(*name)) {
     return tl::unexpected(BadData("invalid label name: \"" + std::string(c.arg) + "\""));
   }
   return StringList(c.store.LabelValues(*name, range->first, range->second));

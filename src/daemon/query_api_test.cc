@@ -62,7 +62,7 @@ class QueryApiTest : public ::testing::Test {
     // marker at 300 s.
     auto app = store_->NewAppender();
     for (int gpu = 0; gpu < 2; ++gpu) {
-      store::Labels l = {{"Hostname", "node-1"},
+      model::Labels l = {{"Hostname", "node-1"},
                          {"__name__", "DCGM_FI_DEV_SM_CLOCK"},
                          {"gpu", std::to_string(gpu)}};
       const store::SeriesRef ref = *app->Series(l);

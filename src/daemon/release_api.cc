@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "daemon/api_format.h"
+#include "model/family_writer.h"
 #include "net/url.h"
-#include "recording/openmetrics_text.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -71,16 +71,6 @@ ListParams ReadListParams(std::string_view query) {
     out.error = "invalid parameter \"to\": before \"from\"";
   }
   return out;
-}
-
-void AppendLabel(std::string& out, bool& first, std::string_view name, std::string_view value) {
-  if (value.empty()) return;
-  out += first ? '{' : ',';
-  first = false;
-  out += name;
-  out += "=\"";
-  recording::AppendEscaped(out, value);
-  out += '"';
 }
 
 }  // namespace
@@ -217,30 +207,27 @@ void ReleaseApi::AppendMetrics(std::string& out) const {
       if (auto r = releases::ParseRelease(record.annotation)) recent.push_back(std::move(*r));
     }
   }
-  out +=
-      "# HELP gpucanary_release_info A release announced to gpucanary that started within "
-      "releases.info_window; its fields as labels.\n"
-      "# TYPE gpucanary_release_info gauge\n";
+  model::FamilyWriter metrics(out);
+  metrics.Family("gpucanary_release_info", model::MetricType::kGauge,
+                 "A release announced to gpucanary that started within releases.info_window; "
+                 "its fields as labels.");
+  std::vector<model::LabelView> labels;
   for (const releases::Release& r : recent) {
-    out += "gpucanary_release_info";
-    bool first = true;
+    // An empty field is no label (Prometheus treats the two alike); the id
+    // never is empty, so there is always one.
+    labels.clear();
     for (const releases::StringField& f : releases::StringFields()) {
-      if (f.name == "previous") continue;
-      AppendLabel(out, first, f.name, r.*f.member);
+      if (f.name == "previous" || (r.*f.member).empty()) continue;
+      labels.push_back({f.name, r.*f.member});
     }
-    out += "} 1\n";
+    metrics.Sample(labels, "1");
   }
-  out +=
-      "# HELP gpucanary_release_started_timestamp_seconds When a release started (Unix "
-      "seconds).\n"
-      "# TYPE gpucanary_release_started_timestamp_seconds gauge\n";
+  metrics.Family("gpucanary_release_started_timestamp_seconds", model::MetricType::kGauge,
+                 "When a release started (Unix seconds).");
   for (const releases::Release& r : recent) {
-    out += "gpucanary_release_started_timestamp_seconds";
-    bool first = true;
-    AppendLabel(out, first, "id", r.id);
-    out += "} ";
-    AppendPromValue(out, r.started_at);
-    out += '\n';
+    std::string started;
+    AppendPromValue(started, r.started_at);
+    metrics.Sample({{"id", r.id}}, started);
   }
   publisher_.AppendMetrics(out);
 }

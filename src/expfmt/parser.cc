@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "expfmt/scan.h"
+#include "model/utf8.h"
 
 namespace gpucanary::expfmt {
 namespace {
@@ -214,51 +215,6 @@ bool ParseTimestamp(std::string_view t, Format format, std::int64_t& out_ms, boo
   return true;
 }
 
-bool IsValidUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* e = p + s.size();
-  while (p < e) {
-    // Skip ASCII eight bytes at a time.
-    while (e - p >= 8) {
-      std::uint64_t w;
-      std::memcpy(&w, p, 8);
-      if (w & 0x8080808080808080ULL) break;
-      p += 8;
-    }
-    if (p >= e) break;
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    int n;
-    std::uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1Fu;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0Fu;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07u;
-    } else {
-      return false;
-    }
-    if (e - p <= n) return false;
-    for (int k = 1; k <= n; ++k) {
-      if ((p[k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[k] & 0x3Fu);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    p += n + 1;
-  }
-  return true;
-}
-
 Parser::Parser(std::string_view text, Format format, std::uint64_t first_line) : format_(format) {
   sample_.labels.reserve(16);
   Reset(text, first_line);
@@ -400,7 +356,7 @@ Entry Parser::ParseSample(const char* p, const char* e) {
   return Sample(p);
 }
 
-const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelView>& labels,
+const char* Parser::ParseLabels(const char* p, const char* e, std::vector<model::LabelView>& labels,
                                 std::deque<std::string>& scratch) {
   const bool om = format_ == Format::kOpenMetrics;
   ++p;  // '{'
@@ -432,7 +388,7 @@ const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelV
       Fail(p, "expected '\"' to open the value of label '" + std::string(name) + "'");
       return nullptr;
     }
-    for (const LabelView& l : labels) {
+    for (const model::LabelView& l : labels) {
       if (l.name == name) {
         Fail(n, "duplicate label name '" + std::string(name) + "'");
         return nullptr;
@@ -442,7 +398,7 @@ const char* Parser::ParseLabels(const char* p, const char* e, std::vector<LabelV
     if (scratch.size() <= labels.size()) scratch.resize(labels.size() + 1);
     p = ParseLabelValue(p + 1, e, value, scratch[labels.size()]);
     if (p == nullptr) return nullptr;
-    labels.push_back(LabelView{name, value});
+    labels.push_back(model::LabelView{name, value});
     if (!om) p = SkipBlanks(p, e);
     if (p < e && *p == ',') {
       ++p;
@@ -482,7 +438,7 @@ const char* Parser::ParseLabelValue(const char* p, const char* e, std::string_vi
   }
   const std::string_view raw(start, static_cast<std::size_t>(r - start));
   value = std::memchr(raw.data(), '\\', raw.size()) != nullptr ? Unescape(raw, scratch, true) : raw;
-  if (!IsValidUtf8(value)) {
+  if (!model::IsValidUtf8(value)) {
     Fail(start, "label value is not valid UTF-8");
     return nullptr;
   }
@@ -554,26 +510,26 @@ Entry Parser::ParseComment(const char* p, const char* line_end) {
 
 namespace {
 
-bool ParseTypeName(std::string_view t, Format format, MetricType& out) {
+bool ParseTypeName(std::string_view t, Format format, model::MetricType& out) {
   if (t == "counter")
-    out = MetricType::kCounter;
+    out = model::MetricType::kCounter;
   else if (t == "gauge")
-    out = MetricType::kGauge;
+    out = model::MetricType::kGauge;
   else if (t == "histogram")
-    out = MetricType::kHistogram;
+    out = model::MetricType::kHistogram;
   else if (t == "summary")
-    out = MetricType::kSummary;
+    out = model::MetricType::kSummary;
   else if (format == Format::kPrometheusText) {
     if (t != "untyped") return false;
-    out = MetricType::kUnknown;
+    out = model::MetricType::kUnknown;
   } else if (t == "gaugehistogram")
-    out = MetricType::kGaugeHistogram;
+    out = model::MetricType::kGaugeHistogram;
   else if (t == "info")
-    out = MetricType::kInfo;
+    out = model::MetricType::kInfo;
   else if (t == "stateset")
-    out = MetricType::kStateSet;
+    out = model::MetricType::kStateSet;
   else if (t == "unknown")
-    out = MetricType::kUnknown;
+    out = model::MetricType::kUnknown;
   else
     return false;
   return true;
@@ -615,7 +571,7 @@ Entry Parser::ParseOpenMetricsComment(const char* p, const char* e) {
       metadata_.text = rest;
       if (scan::FindBackslashOrHigh(p, e) != e) {
         metadata_.text = Unescape(rest, help_scratch_, true);
-        if (!IsValidUtf8(metadata_.text)) return Fail(p, "HELP text is not valid UTF-8");
+        if (!model::IsValidUtf8(metadata_.text)) return Fail(p, "HELP text is not valid UTF-8");
       }
       return Entry::kMetadata;
     case MetadataKind::kType:
@@ -663,7 +619,7 @@ Entry Parser::ParsePrometheusComment(const char* p, const char* e) {
     metadata_.text = rest;
     if (scan::FindBackslashOrHigh(q, e) != e) {
       metadata_.text = Unescape(rest, help_scratch_, false);
-      if (!IsValidUtf8(metadata_.text)) return Fail(q, "HELP text is not valid UTF-8");
+      if (!model::IsValidUtf8(metadata_.text)) return Fail(q, "HELP text is not valid UTF-8");
     }
     return Entry::kMetadata;
   }

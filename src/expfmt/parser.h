@@ -63,7 +63,7 @@ class Parser {
   Entry ParseOpenMetricsComment(const char* p, const char* e);
   Entry ParsePrometheusComment(const char* p, const char* e);
   // Parses "{...}" at p into `labels`; returns the position after '}' or null on error.
-  const char* ParseLabels(const char* p, const char* e, std::vector<LabelView>& labels,
+  const char* ParseLabels(const char* p, const char* e, std::vector<model::LabelView>& labels,
                           std::deque<std::string>& scratch);
   const char* ParseLabelValue(const char* p, const char* e, std::string_view& value,
                               std::string& scratch);
@@ -106,7 +106,5 @@ bool ParseValue(std::string_view token, Format format, double& out);
 // ParseTimestamp: 0.0.4 int64 milliseconds, or OpenMetrics float seconds
 // converted to milliseconds. Sets `clamped` when the OM value exceeds int64 ms.
 bool ParseTimestamp(std::string_view token, Format format, std::int64_t& out_ms, bool& clamped);
-// True when `s` is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool IsValidUtf8(std::string_view s);
 
 }  // namespace gpucanary::expfmt

@@ -143,7 +143,7 @@ TEST(ParserTest, MetadataPrometheus) {
   EXPECT_EQ(p.metadata().kind, MetadataKind::kHelp);
   EXPECT_EQ(p.metadata().text, "Some \\ help \n \\\"q\\\"");  // \" is no escape in 0.0.4 HELP
   ASSERT_EQ(p.Next(), Entry::kMetadata);
-  EXPECT_EQ(p.metadata().type, MetricType::kCounter);
+  EXPECT_EQ(p.metadata().type, model::MetricType::kCounter);
   ASSERT_EQ(p.Next(), Entry::kMetadata);  // comment skipped; empty HELP accepted
   EXPECT_EQ(p.metadata().name, "e");
   EXPECT_EQ(p.metadata().text, "");
@@ -196,15 +196,6 @@ TEST(ParserTest, TextAfterEofIsAnError) {
   EXPECT_EQ(p.Next(), Entry::kError);
   EXPECT_EQ(p.error().line, 2u);
   EXPECT_NE(p.error().message.find("after '# EOF'"), std::string::npos);
-}
-
-TEST(ParserTest, Utf8Validation) {
-  EXPECT_TRUE(IsValidUtf8("plain ascii that is longer than eight bytes"));
-  EXPECT_TRUE(IsValidUtf8("\xe2\x98\x83 snowman"));
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
-  EXPECT_FALSE(IsValidUtf8("abc\xe2\x98"));       // truncated
-  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // > U+10FFFF
 }
 
 }  // namespace

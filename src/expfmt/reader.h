@@ -26,7 +26,7 @@ namespace gpucanary::expfmt {
 
 // Called for every accepted sample, with the family it belongs to.
 using SampleCallback =
-    std::function<void(const SampleView& sample, std::string_view family, MetricType type)>;
+    std::function<void(const SampleView& sample, std::string_view family, model::MetricType type)>;
 
 struct ReadOptions {
   std::optional<Format> format;  // forced; otherwise detected (see DetectFormat)

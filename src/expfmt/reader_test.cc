@@ -60,10 +60,10 @@ struct SampleRecord {
 
 std::vector<SampleRecord> ReadAll(const fs::path& p, ReadReport& report, ReadOptions options = {}) {
   std::vector<SampleRecord> out;
-  auto r =
-      ReadFile(p.string(), options, [&](const SampleView& s, std::string_view family, MetricType) {
-        out.push_back({std::string(family), s.value, s.labels.size()});
-      });
+  auto r = ReadFile(p.string(), options,
+                    [&](const SampleView& s, std::string_view family, model::MetricType) {
+                      out.push_back({std::string(family), s.value, s.labels.size()});
+                    });
   EXPECT_TRUE(r.has_value());
   if (r) report = *r;
   return out;
@@ -94,7 +94,7 @@ TEST(DcgmSamplesTest, H100x8ValuesAndLabels) {
   std::map<std::string, double> power;
   std::size_t pod_labelled = 0;
   auto rr = ReadFile((kShared / "data/dcgm-samples/h100x8-gpu-operator-k8s-aicr.txt").string(),
-                     ReadOptions{}, [&](const SampleView& s, std::string_view, MetricType) {
+                     ReadOptions{}, [&](const SampleView& s, std::string_view, model::MetricType) {
                        if (s.Label("pod")) ++pod_labelled;
                        if (s.name == "DCGM_FI_DEV_POWER_USAGE") {
                          power[std::string(*s.Label("gpu"))] = s.value;
@@ -112,9 +112,10 @@ TEST(DcgmSamplesTest, H100x8ValuesAndLabels) {
 
 TEST(DcgmSamplesTest, L4ExactValues) {
   std::map<std::string, double> v;
-  auto rr = ReadFile(
-      (kShared / "data/dcgm-samples/l4-default-counters-kops.txt").string(), ReadOptions{},
-      [&](const SampleView& s, std::string_view, MetricType) { v[std::string(s.name)] = s.value; });
+  auto rr = ReadFile((kShared / "data/dcgm-samples/l4-default-counters-kops.txt").string(),
+                     ReadOptions{}, [&](const SampleView& s, std::string_view, model::MetricType) {
+                       v[std::string(s.name)] = s.value;
+                     });
   ASSERT_TRUE(rr.has_value());
   EXPECT_TRUE(rr->ok());
   EXPECT_EQ(v.at("DCGM_FI_DEV_SM_CLOCK"), 210);
@@ -185,10 +186,11 @@ TEST_F(StreamingTest, SmallChunksGiveTheSameResultAsOneBuffer) {
   tiny.chunk_bytes = 64;  // forces lines to straddle chunk boundaries
   std::uint64_t n = 0;
   double sum = 0;
-  auto r = ReadFile(path.string(), tiny, [&](const SampleView& s, std::string_view, MetricType) {
-    ++n;
-    sum += s.value;
-  });
+  auto r =
+      ReadFile(path.string(), tiny, [&](const SampleView& s, std::string_view, model::MetricType) {
+        ++n;
+        sum += s.value;
+      });
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->ok()) << (r->messages.empty() ? "" : r->messages[0]);
   EXPECT_EQ(n, 1600u);

@@ -6,30 +6,8 @@ std::string_view FormatName(Format format) {
   return format == Format::kOpenMetrics ? "openmetrics" : "prometheus-0.0.4";
 }
 
-std::string_view MetricTypeName(MetricType type) {
-  switch (type) {
-    case MetricType::kUnknown:
-      return "unknown";
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-    case MetricType::kGaugeHistogram:
-      return "gaugehistogram";
-    case MetricType::kSummary:
-      return "summary";
-    case MetricType::kInfo:
-      return "info";
-    case MetricType::kStateSet:
-      return "stateset";
-  }
-  return "unknown";
-}
-
 std::optional<std::string_view> SampleView::Label(std::string_view label_name) const {
-  for (const LabelView& l : labels) {
+  for (const model::LabelView& l : labels) {
     if (l.name == label_name) return l.value;
   }
   return std::nullopt;

@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "model/label_view.h"
+#include "model/metric_type.h"
+
 namespace gpucanary::expfmt {
 
 enum class Format : std::uint8_t {
@@ -21,42 +24,23 @@ enum class Format : std::uint8_t {
 
 std::string_view FormatName(Format format);
 
-// "untyped" (0.0.4) and "unknown" (OpenMetrics) are the same thing: kUnknown.
-enum class MetricType : std::uint8_t {
-  kUnknown,
-  kCounter,
-  kGauge,
-  kHistogram,
-  kGaugeHistogram,
-  kSummary,
-  kInfo,
-  kStateSet,
-};
-
-std::string_view MetricTypeName(MetricType type);
-
-// A label as it appears on a sample. Both views point into the parsed buffer or
-// into the parser's scratch space (when the value had escapes); they stay valid
-// until the parser's next Next() call.
-struct LabelView {
-  std::string_view name;
-  std::string_view value;
-};
-
 // Timestamps are int64 milliseconds since the epoch, the unit of Prometheus's
 // storage. OpenMetrics timestamps (float seconds) are rounded to the nearest
 // millisecond; ones beyond the int64 range are clamped and flagged.
 inline constexpr std::int64_t kNoTimestamp = std::numeric_limits<std::int64_t>::min();
 
 struct ExemplarView {
-  std::vector<LabelView> labels;
+  std::vector<model::LabelView> labels;
   double value = 0;
   std::int64_t timestamp_ms = kNoTimestamp;
 };
 
 struct SampleView {
   std::string_view name;
-  std::vector<LabelView> labels;
+  // The labels as they appear on the sample. Both views of each point into
+  // the parsed buffer or into the parser's scratch space (when the value had
+  // escapes); they stay valid until the parser's next Next() call.
+  std::vector<model::LabelView> labels;
   // The raw label block as written, braces included ("" without braces). Two
   // samples with the same raw block have the same labels; validators use it
   // to cache label-set hashes.
@@ -78,7 +62,7 @@ struct MetadataView {
   MetadataKind kind = MetadataKind::kHelp;
   std::string_view name;
   std::string_view text;  // HELP text (unescaped) or UNIT text
-  MetricType type = MetricType::kUnknown;
+  model::MetricType type = model::MetricType::kUnknown;
 };
 
 // Where and why input was rejected. Line and column are 1-based; the column

@@ -25,35 +25,35 @@ constexpr std::string_view kInfo[] = {"_info"};
 
 // Sample-name suffixes each family type allows (OpenMetrics 1.0, "Metric types";
 // for 0.0.4, the histogram and summary conventions of exposition_formats.md).
-Suffixes AllowedSuffixes(MetricType type, Format format) {
+Suffixes AllowedSuffixes(model::MetricType type, Format format) {
   if (format == Format::kPrometheusText) {
     switch (type) {
-      case MetricType::kHistogram:
+      case model::MetricType::kHistogram:
         return kPromHistogram;
-      case MetricType::kSummary:
+      case model::MetricType::kSummary:
         return kPromSummary;
       default:
         return kBare;
     }
   }
   switch (type) {
-    case MetricType::kCounter:
+    case model::MetricType::kCounter:
       return kCounter;
-    case MetricType::kHistogram:
+    case model::MetricType::kHistogram:
       return kHistogram;
-    case MetricType::kGaugeHistogram:
+    case model::MetricType::kGaugeHistogram:
       return kGaugeHistogram;
-    case MetricType::kSummary:
+    case model::MetricType::kSummary:
       return kSummary;
-    case MetricType::kInfo:
+    case model::MetricType::kInfo:
       return kInfo;
     default:
       return kBare;
   }
 }
 
-bool MatchSuffix(std::string_view family, MetricType type, Format format, std::string_view sample,
-                 std::string_view& suffix) {
+bool MatchSuffix(std::string_view family, model::MetricType type, Format format,
+                 std::string_view sample, std::string_view& suffix) {
   if (!sample.starts_with(family)) return false;
   const std::string_view rest = sample.substr(family.size());
   for (std::string_view s : AllowedSuffixes(type, format)) {
@@ -65,7 +65,7 @@ bool MatchSuffix(std::string_view family, MetricType type, Format format, std::s
   return false;
 }
 
-std::string ExpectedNames(std::string_view family, MetricType type) {
+std::string ExpectedNames(std::string_view family, model::MetricType type) {
   std::string out;
   for (std::string_view s : AllowedSuffixes(type, Format::kOpenMetrics)) {
     if (!out.empty()) out += ", ";
@@ -105,7 +105,7 @@ std::size_t CodePoints(std::string_view s) {
 // One label's hash is XXH3 of the bytes `name="value` (unescaped value). When the
 // parser's views are adjacent in the input (the common case) those bytes are
 // hashed in place; otherwise they are assembled first, giving the same hash.
-std::uint64_t HashLabel(const LabelView& l) {
+std::uint64_t HashLabel(const model::LabelView& l) {
   const char* begin = l.name.data();
   if (l.value.data() == begin + l.name.size() + 2 && begin[l.name.size()] == '=' &&
       begin[l.name.size() + 1] == '"') {
@@ -118,17 +118,17 @@ std::uint64_t HashLabel(const LabelView& l) {
   return XXH3_64bits(joined.data(), joined.size());
 }
 
-std::uint64_t HashLabels(const std::vector<LabelView>& labels, std::string_view skip) {
+std::uint64_t HashLabels(const std::vector<model::LabelView>& labels, std::string_view skip) {
   // Sum: independent of label order, as Prometheus sorts labels.
   std::uint64_t sum = 0x9E3779B97F4A7C15ULL;
-  for (const LabelView& l : labels) {
+  for (const model::LabelView& l : labels) {
     if (l.value.empty() || l.name == skip) continue;
     sum += HashLabel(l);
   }
   return sum;
 }
 
-std::uint64_t HashSeries(std::string_view name, const std::vector<LabelView>& labels) {
+std::uint64_t HashSeries(std::string_view name, const std::vector<model::LabelView>& labels) {
   return XXH3_64bits_withSeed(name.data(), name.size(), HashLabels(labels, {}));
 }
 
@@ -164,8 +164,9 @@ std::string_view Validator::current_family() const {
   return current_ < 0 ? std::string_view() : families_[static_cast<std::size_t>(current_)].name;
 }
 
-MetricType Validator::current_type() const {
-  return current_ < 0 ? MetricType::kUnknown : families_[static_cast<std::size_t>(current_)].type;
+model::MetricType Validator::current_type() const {
+  return current_ < 0 ? model::MetricType::kUnknown
+                      : families_[static_cast<std::size_t>(current_)].type;
 }
 
 int Validator::NewFamily(std::string_view name, Violation& v) {
@@ -194,8 +195,9 @@ bool Validator::RegisterSampleNames(int index, Violation& v) {
     if (format_ == Format::kOpenMetrics && !suffix.empty()) {
       auto other = family_by_name_.find(sample_name);
       if (other != family_by_name_.end() && other->second != index) {
-        v.message = "sample name '" + sample_name + "' of " + std::string(MetricTypeName(f.type)) +
-                    " family '" + f.name + "' clashes with metric family '" + sample_name + "'";
+        v.message = "sample name '" + sample_name + "' of " +
+                    std::string(model::MetricTypeName(f.type)) + " family '" + f.name +
+                    "' clashes with metric family '" + sample_name + "'";
         return false;
       }
     }
@@ -274,7 +276,7 @@ int Validator::FamilyForMetadata(const MetadataView& m, Violation& v) {
   return index;
 }
 
-bool Validator::OnType(int index, MetricType type, Violation& v) {
+bool Validator::OnType(int index, model::MetricType type, Violation& v) {
   Family& f = families_[static_cast<std::size_t>(index)];
   f.type = type;
   // The bare family name was registered as a sample name while the type was
@@ -288,9 +290,9 @@ bool Validator::OnType(int index, MetricType type, Violation& v) {
     }
   }
   if (format_ == Format::kOpenMetrics && f.has_unit && !f.unit.empty() &&
-      (f.type == MetricType::kInfo || f.type == MetricType::kStateSet)) {
-    v.message =
-        std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
+      (f.type == model::MetricType::kInfo || f.type == model::MetricType::kStateSet)) {
+    v.message = std::string(model::MetricTypeName(f.type)) + " family '" + f.name +
+                "' must not have a unit";
     return false;
   }
   return RegisterSampleNames(index, v);
@@ -299,9 +301,9 @@ bool Validator::OnType(int index, MetricType type, Violation& v) {
 bool Validator::OnUnit(Family& f, std::string_view unit, Violation& v) {
   f.unit = std::string(unit);
   if (f.unit.empty()) return true;
-  if (f.type == MetricType::kInfo || f.type == MetricType::kStateSet) {
-    v.message =
-        std::string(MetricTypeName(f.type)) + " family '" + f.name + "' must not have a unit";
+  if (f.type == model::MetricType::kInfo || f.type == model::MetricType::kStateSet) {
+    v.message = std::string(model::MetricTypeName(f.type)) + " family '" + f.name +
+                "' must not have a unit";
     return false;
   }
   if (!std::string_view(f.name).ends_with(f.unit)) {
@@ -333,7 +335,7 @@ int Validator::ResolveFamily(const SampleView& s, std::string_view& suffix, Viol
   if (named != family_by_name_.end() && format_ == Format::kOpenMetrics) {
     const Family& f = families_[static_cast<std::size_t>(named->second)];
     v.message = "sample name '" + std::string(s.name) + "' does not fit " +
-                std::string(MetricTypeName(f.type)) + " family '" + f.name + "' (expected " +
+                std::string(model::MetricTypeName(f.type)) + " family '" + f.name + "' (expected " +
                 ExpectedNames(f.name, f.type) + ")";
     return -1;
   }
@@ -409,7 +411,7 @@ bool NotNegative(const SampleView& s, const char* what, Violation& v) {
   return true;
 }
 
-bool CheckHistogramValue(const std::string& family, MetricType type, std::string_view suffix,
+bool CheckHistogramValue(const std::string& family, model::MetricType type, std::string_view suffix,
                          const SampleView& s, Violation& v) {
   const bool bucket = suffix == "_bucket";
   if (!bucket && s.Label("le")) {
@@ -417,7 +419,7 @@ bool CheckHistogramValue(const std::string& family, MetricType type, std::string
     return false;
   }
   if (bucket || suffix == "_count" || suffix == "_gcount" ||
-      (suffix == "_sum" && type == MetricType::kHistogram)) {
+      (suffix == "_sum" && type == model::MetricType::kHistogram)) {
     if (!NotNegative(s, "histogram sample", v)) return false;
   }
   if (suffix == "_gsum" && std::isnan(s.value)) {
@@ -478,7 +480,8 @@ bool CheckExemplar(const SampleView& s, bool allowed, Violation& v) {
     return false;
   }
   std::size_t points = 0;
-  for (const LabelView& l : s.exemplar.labels) points += CodePoints(l.name) + CodePoints(l.value);
+  for (const model::LabelView& l : s.exemplar.labels)
+    points += CodePoints(l.name) + CodePoints(l.value);
   if (points > 128) {
     v.message =
         "exemplar labels have " + std::to_string(points) + " code points; at most 128 are allowed";
@@ -493,27 +496,27 @@ bool Validator::CheckSampleValue(Family& f, std::string_view suffix, const Sampl
                                  Violation& v) {
   bool exemplar_ok = false;
   switch (f.type) {
-    case MetricType::kCounter:
+    case model::MetricType::kCounter:
       if (suffix == "_total") {
         exemplar_ok = true;
         if (!NotNegative(s, "counter", v)) return false;
       }
       break;
-    case MetricType::kHistogram:
-    case MetricType::kGaugeHistogram:
+    case model::MetricType::kHistogram:
+    case model::MetricType::kGaugeHistogram:
       exemplar_ok = suffix == "_bucket";
       if (!CheckHistogramValue(f.name, f.type, suffix, s, v)) return false;
       break;
-    case MetricType::kSummary:
+    case model::MetricType::kSummary:
       if (!CheckSummaryValue(f.name, suffix, s, v)) return false;
       break;
-    case MetricType::kInfo:
+    case model::MetricType::kInfo:
       if (s.value != 1) {
         v.message = "info metric '" + std::string(s.name) + "' must have the value 1";
         return false;
       }
       break;
-    case MetricType::kStateSet:
+    case model::MetricType::kStateSet:
       if (!CheckStateSetValue(f.name, s, v)) return false;
       break;
     default:
@@ -527,14 +530,14 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
   std::string_view skip;
   if (suffix == "_bucket")
     skip = "le";
-  else if (f.type == MetricType::kSummary && suffix.empty())
+  else if (f.type == model::MetricType::kSummary && suffix.empty())
     skip = "quantile";
-  else if (f.type == MetricType::kStateSet)
+  else if (f.type == model::MetricType::kStateSet)
     skip = f.name;
   // The label-set hash is a sum, so leaving a label out is a subtraction.
   std::uint64_t group = labels_hash;
   if (!skip.empty()) {
-    for (const LabelView& l : s.labels) {
+    for (const model::LabelView& l : s.labels) {
       if (l.name == skip && !l.value.empty()) group -= HashLabel(l);
     }
   }
@@ -567,8 +570,9 @@ bool Validator::CheckGroup(Family& f, std::string_view suffix, const SampleView&
 
 bool Validator::AddToPoint(Family& f, std::string_view suffix, const SampleView& s,
                            std::uint64_t line, Violation& v) {
-  const bool histogram = f.type == MetricType::kHistogram || f.type == MetricType::kGaugeHistogram;
-  if (!histogram && f.type != MetricType::kSummary) return true;
+  const bool histogram =
+      f.type == model::MetricType::kHistogram || f.type == model::MetricType::kGaugeHistogram;
+  if (!histogram && f.type != model::MetricType::kSummary) return true;
   PointState& p = f.point;
   if (p.open && s.has_timestamp() && s.timestamp_ms != p.ts) ClosePoint(f);
   if (!p.open) {
@@ -620,8 +624,8 @@ bool Validator::AddToPoint(Family& f, std::string_view suffix, const SampleView&
   }
   if (seen != nullptr) {
     if (*seen) {
-      v.message =
-          "duplicate '" + name + "' in one " + std::string(MetricTypeName(f.type)) + " point";
+      v.message = "duplicate '" + name + "' in one " + std::string(model::MetricTypeName(f.type)) +
+                  " point";
       return false;
     }
     *seen = true;
@@ -636,8 +640,8 @@ void Validator::ClosePoint(Family& f) {
   p.open = false;
   Violation v;
   v.line = p.line;
-  if (f.type == MetricType::kHistogram || f.type == MetricType::kGaugeHistogram) {
-    const bool gauge = f.type == MetricType::kGaugeHistogram;
+  if (f.type == model::MetricType::kHistogram || f.type == model::MetricType::kGaugeHistogram) {
+    const bool gauge = f.type == model::MetricType::kGaugeHistogram;
     const std::string count_name = f.name + (gauge ? "_gcount" : "_count");
     const std::string sum_name = f.name + (gauge ? "_gsum" : "_sum");
     if (!p.inf_bucket) {

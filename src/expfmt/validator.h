@@ -61,10 +61,10 @@ struct Violation {
 
 // Order-independent hash of a label set; labels with empty values are skipped
 // (Prometheus drops them). `skip` names one label to leave out (may be empty).
-std::uint64_t HashLabels(const std::vector<LabelView>& labels, std::string_view skip);
+std::uint64_t HashLabels(const std::vector<model::LabelView>& labels, std::string_view skip);
 // The hash of one label (a term of HashLabels' sum).
-std::uint64_t HashLabel(const LabelView& label);
-std::uint64_t HashSeries(std::string_view name, const std::vector<LabelView>& labels);
+std::uint64_t HashLabel(const model::LabelView& label);
+std::uint64_t HashSeries(std::string_view name, const std::vector<model::LabelView>& labels);
 
 class Validator {
  public:
@@ -87,7 +87,7 @@ class Validator {
 
   // Family of the sample accepted last (valid after OnSample returned true).
   std::string_view current_family() const;
-  MetricType current_type() const;
+  model::MetricType current_type() const;
 
  private:
   struct PointState {
@@ -112,7 +112,7 @@ class Validator {
   };
   struct Family {
     std::string name;
-    MetricType type = MetricType::kUnknown;
+    model::MetricType type = model::MetricType::kUnknown;
     bool has_help = false;
     bool has_type = false;
     bool has_unit = false;
@@ -135,7 +135,7 @@ class Validator {
   // when it may not come here.
   int FamilyForMetadata(const MetadataView& m, Violation& v);
   // A # TYPE line's effect on family `index`; false with `v` set.
-  bool OnType(int index, MetricType type, Violation& v);
+  bool OnType(int index, model::MetricType type, Violation& v);
   // A # UNIT line's effect on `f`; false with `v` set.
   bool OnUnit(Family& f, std::string_view unit, Violation& v);
   bool RegisterSampleNames(int family, Violation& v);

@@ -16,7 +16,7 @@
 namespace gpucanary::importers {
 namespace {
 
-using recording::Label;
+using model::LabelView;
 
 constexpr size_t kRoleCount = static_cast<size_t>(ColumnRole::kValue) + 1;
 
@@ -124,7 +124,7 @@ class CsvImport {
   std::string gpu_key_;                                  // "<Hostname>/<gpu>"
   std::string device_;                                   // "nvidia<gpu>"
   std::array<std::string_view, kRoleCount> identity_{};  // identity cells by ColumnRole
-  std::array<Label, 6> labels_{};
+  std::array<LabelView, 6> labels_{};
   size_t label_count_ = 0;
 };
 
@@ -319,7 +319,7 @@ bool CsvImport::IdentifyGpu(RowError* error) {
   device_ += gpu;
   label_count_ = 0;
   const auto add_label = [&](std::string_view name, std::string_view value) {
-    if (!value.empty()) labels_[label_count_++] = Label{name, value};
+    if (!value.empty()) labels_[label_count_++] = LabelView{name, value};
   };
   // dcgm-exporter's label order (shared/reference/dcgm-telemetry.md §1.3).
   add_label("gpu", gpu);
@@ -332,7 +332,7 @@ bool CsvImport::IdentifyGpu(RowError* error) {
 }
 
 Status CsvImport::WriteRow() {
-  const std::span<const Label> labels(labels_.data(), label_count_);
+  const std::span<const LabelView> labels(labels_.data(), label_count_);
   for (const PendingSample& sample : pending_) {
     GC_RETURN_IF_ERROR(writer_.Append(sample.field->name, labels, sample.value, row_ms_));
   }
@@ -386,9 +386,9 @@ ValueSyntax SyntaxOf(const dcgm::FieldInfo& field) {
   return ValueSyntax::kNumber;
 }
 
-recording::MetricKind MetricKindOf(const dcgm::FieldInfo& field) {
-  return field.kind == dcgm::ValueKind::kCounter ? recording::MetricKind::kCounter
-                                                 : recording::MetricKind::kGauge;
+model::MetricType MetricKindOf(const dcgm::FieldInfo& field) {
+  return field.kind == dcgm::ValueKind::kCounter ? model::MetricType::kCounter
+                                                 : model::MetricType::kGauge;
 }
 
 std::string HelpOf(const dcgm::FieldInfo& field) {

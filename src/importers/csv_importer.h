@@ -56,7 +56,7 @@ ValueSyntax SyntaxOf(const dcgm::FieldInfo& field);
 // The Prometheus type a field is recorded with: counter for the catalog's
 // counters (written as `unknown` when the name lacks _total, see
 // recording_writer.h), gauge for everything else.
-recording::MetricKind MetricKindOf(const dcgm::FieldInfo& field);
+model::MetricType MetricKindOf(const dcgm::FieldInfo& field);
 
 // HELP text: the catalog's meaning plus the unit, e.g. "current SM clock (in MHz)".
 std::string HelpOf(const dcgm::FieldInfo& field);

@@ -78,11 +78,11 @@ TEST(ImportReportTest, MappingTablesNameCanonicalDcgmFields) {
 TEST(ImportReportTest, FieldTypingSyntaxAndHelp) {
   const dcgm::FieldInfo* energy = FindValueField("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION");
   ASSERT_NE(energy, nullptr);
-  EXPECT_EQ(MetricKindOf(*energy), recording::MetricKind::kCounter);
+  EXPECT_EQ(MetricKindOf(*energy), model::MetricType::kCounter);
   EXPECT_EQ(HelpOf(*energy), "energy used since the driver was last loaded (in mJ)");
   const dcgm::FieldInfo* sm_clock = FindValueField("DCGM_FI_DEV_SM_CLOCK");
   ASSERT_NE(sm_clock, nullptr);
-  EXPECT_EQ(MetricKindOf(*sm_clock), recording::MetricKind::kGauge);
+  EXPECT_EQ(MetricKindOf(*sm_clock), model::MetricType::kGauge);
   EXPECT_EQ(SyntaxOf(*sm_clock), ValueSyntax::kNumber);
   EXPECT_EQ(HelpOf(*sm_clock), "current SM clock (in MHz)");
   // The DCGM 4.6 name resolves to the legacy entry.
@@ -90,7 +90,7 @@ TEST(ImportReportTest, FieldTypingSyntaxAndHelp) {
   ASSERT_NE(reasons, nullptr);
   EXPECT_EQ(reasons->name, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS");
   EXPECT_EQ(SyntaxOf(*reasons), ValueSyntax::kBitmask);
-  EXPECT_EQ(MetricKindOf(*reasons), recording::MetricKind::kGauge);
+  EXPECT_EQ(MetricKindOf(*reasons), model::MetricType::kGauge);
   EXPECT_EQ(SyntaxOf(*FindValueField("DCGM_FI_DEV_PSTATE")), ValueSyntax::kPstate);
   // String fields are labels in dcgm-exporter, never value columns.
   EXPECT_EQ(FindValueField("DCGM_FI_DRIVER_VERSION"), nullptr);

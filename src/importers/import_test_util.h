@@ -17,7 +17,7 @@
 #include "core/status.h"
 #include "importers/csv_importer.h"
 #include "importers/import_report.h"
-#include "recording/openmetrics_text.h"
+#include "model/escaping.h"
 #include "recording/recording_writer.h"
 
 namespace gpucanary::importers::testing {
@@ -83,7 +83,7 @@ inline std::string ReadAll(const std::filesystem::path& path) {
 // catalog, whose wording is not what these tests check.
 inline std::string HelpLine(std::string_view name) {
   std::string line = "# HELP " + std::string(name) + " ";
-  recording::AppendEscaped(line, HelpOf(*FindValueField(name)));
+  model::AppendEscaped(line, HelpOf(*FindValueField(name)));
   return line;
 }
 

@@ -38,15 +38,14 @@ TEST(RoundTripTest, WriterEdgeCasesReadBack) {
   auto writer = recording::RecordingWriter::Open(path.string());
   ASSERT_TRUE(writer.has_value());
   recording::RecordingWriter& w = **writer;
-  ASSERT_TRUE(w.DeclareFamily("requests_total", recording::MetricKind::kCounter, "c").ok());
-  ASSERT_TRUE(w.DeclareFamily("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", recording::MetricKind::kCounter,
+  ASSERT_TRUE(w.DeclareFamily("requests_total", model::MetricType::kCounter, "c").ok());
+  ASSERT_TRUE(w.DeclareFamily("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", model::MetricType::kCounter,
                               "Total number of PCIe retries.")
                   .ok());
-  ASSERT_TRUE(
-      w.DeclareFamily("odd", recording::MetricKind::kGauge, "a \"quoted\"\\ help\nline").ok());
-  const std::array<recording::Label, 3> odd = {recording::Label{"path", "C:\\dir"},
-                                               recording::Label{"quote", "say \"hi\""},
-                                               recording::Label{"nl", "a\nb"}};
+  ASSERT_TRUE(w.DeclareFamily("odd", model::MetricType::kGauge, "a \"quoted\"\\ help\nline").ok());
+  const std::array<model::LabelView, 3> odd = {model::LabelView{"path", "C:\\dir"},
+                                               model::LabelView{"quote", "say \"hi\""},
+                                               model::LabelView{"nl", "a\nb"}};
   const double special[] = {std::numeric_limits<double>::quiet_NaN(),
                             std::numeric_limits<double>::infinity(),
                             -std::numeric_limits<double>::infinity(),

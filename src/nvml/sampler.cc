@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "recording/openmetrics_text.h"
+#include "model/family_writer.h"
 
 namespace gpucanary::nvml {
 namespace {
@@ -20,18 +20,21 @@ void AppendGpuLabels(const dcgm::GpuIdentity& id, const dcgm::DcgmRenderOptions&
          id.hostname + "\"}";
 }
 
+// The GPU labels are written as the DCGM series have them (unescaped), so a
+// family's series join the DCGM ones label for label.
 template <typename Value>
-void AppendPerGpu(std::string_view name, std::string_view type, std::string_view help,
+void AppendPerGpu(std::string_view name, model::MetricType type, std::string_view help,
                   const Snapshot& s, const dcgm::DcgmRenderOptions& options, Value value,
                   std::string& out) {
   if (s.gpus.empty()) return;
-  recording::AppendFamilyHeader(out, name, type, help);
+  model::FamilyWriter metrics(out);
+  metrics.Family(name, type, help);
+  std::string labels;
   for (std::size_t i = 0; i < s.gpus.size(); ++i) {
-    out += name;
-    AppendGpuLabels(s.gpus[i], options, out);
-    out += ' ';
-    out += std::to_string(value(i < s.status.size() ? s.status[i] : GpuStatus{}));
-    out += '\n';
+    labels.clear();
+    AppendGpuLabels(s.gpus[i], options, labels);
+    metrics.SampleWithLabelText(
+        labels, std::to_string(value(i < s.status.size() ? s.status[i] : GpuStatus{})));
   }
 }
 
@@ -41,30 +44,31 @@ void RenderSnapshot(const Snapshot& snapshot, const dcgm::DcgmRenderOptions& opt
                     double sample_seconds, std::string& out) {
   dcgm::RenderDcgmExposition(snapshot.gpus, snapshot.readings, options, out);
   AppendPerGpu(
-      "gpucanary_nvml_gpu_lost", "gauge",
+      "gpucanary_nvml_gpu_lost", model::MetricType::kGauge,
       "1 when NVML reports the GPU lost (GPU_IS_LOST, e.g. after Xid 79): its DCGM series are "
       "gone until the collector restarts.",
       snapshot, options, [](const GpuStatus& s) { return s.lost ? 1 : 0; }, out);
   AppendPerGpu(
-      "gpucanary_nvml_xid_events_total", "counter",
+      "gpucanary_nvml_xid_events_total", model::MetricType::kCounter,
       "Xid events NVML delivered for the GPU since the collector started.", snapshot, options,
       [](const GpuStatus& s) { return s.xids; }, out);
   AppendPerGpu(
-      "gpucanary_nvml_errors_total", "counter",
+      "gpucanary_nvml_errors_total", model::MetricType::kCounter,
       "NVML calls for the GPU that failed, other than unsupported fields and a lost GPU.", snapshot,
       options, [](const GpuStatus& s) { return s.errors; }, out);
-  recording::AppendFamilyHeader(out, "gpucanary_nvml_sample_duration_seconds", "gauge",
-                                "How long the last NVML sample of every GPU took.");
-  out += "gpucanary_nvml_sample_duration_seconds";
+  model::FamilyWriter metrics(out);
+  metrics.Family("gpucanary_nvml_sample_duration_seconds", model::MetricType::kGauge,
+                 "How long the last NVML sample of every GPU took.");
   const std::string& host = snapshot.gpus.empty() ? std::string() : snapshot.gpus[0].hostname;
+  std::string labels;
   if (!host.empty()) {
-    out += '{';
-    out += options.lowercase_hostname ? "hostname" : "Hostname";
-    out += "=\"" + host + "\"}";
+    labels += '{';
+    labels += options.lowercase_hostname ? "hostname" : "Hostname";
+    labels += "=\"" + host + "\"}";
   }
   std::array<char, 32> buf{};
-  std::snprintf(buf.data(), buf.size(), " %.6f\n", sample_seconds);
-  out += buf.data();
+  std::snprintf(buf.data(), buf.size(), "%.6f", sample_seconds);
+  metrics.SampleWithLabelText(labels, buf.data());
 }
 
 Sampler::Sampler(Collector& collector, Clock& clock, Options options)

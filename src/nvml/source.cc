@@ -55,7 +55,7 @@ Result<std::unique_ptr<Source>> Source::Start(store::Appendable& store, Clock& c
   if (!collector) return Error(collector.error());
   impl->collector_ = std::move(*collector);
 
-  store::Labels target{{"instance", impl->hostname_}, {"job", config.job}};
+  model::Labels target{{"instance", impl->hostname_}, {"job", config.job}};
   impl->ingester_ =
       std::make_unique<scrape::Ingester>(store, std::move(target), scrape::IngestOptions{});
   Sampler::Options so;

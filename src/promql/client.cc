@@ -97,11 +97,11 @@ class Api {
 
 // Orders label sets as std::vector<Label>'s operator< would, comparing the
 // strings directly (clang-tidy 14 misreads the defaulted operator<=> of
-// store::Label, modernize-use-nullptr).
+// model::Label, modernize-use-nullptr).
 struct LabelsLess {
-  bool operator()(const store::Labels& a, const store::Labels& b) const {
+  bool operator()(const model::Labels& a, const model::Labels& b) const {
     return std::lexicographical_compare(
-        a.begin(), a.end(), b.begin(), b.end(), [](const store::Label& x, const store::Label& y) {
+        a.begin(), a.end(), b.begin(), b.end(), [](const model::Label& x, const model::Label& y) {
           return x.name != y.name ? x.name < y.name : x.value < y.value;
         });
   }
@@ -137,7 +137,7 @@ class Joiner {
 
  private:
   QueryResult out_;
-  std::map<store::Labels, std::size_t, LabelsLess> index_;
+  std::map<model::Labels, std::size_t, LabelsLess> index_;
   std::set<std::string> seen_warnings_;
 };
 

@@ -164,7 +164,7 @@ TEST(ClientTest, QueryRawSplitsLongWindowsAndJoinsTheSamplesExactly) {
   const Result<QueryResult> r = QueryRaw(api.url(), "m", 2500, 50000, options);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   ASSERT_EQ(r->series.size(), 2U);
-  EXPECT_EQ(r->series[0].labels, (store::Labels{{"__name__", "m"}, {"s", "a"}}));
+  EXPECT_EQ(r->series[0].labels, (model::Labels{{"__name__", "m"}, {"s", "a"}}));
   std::vector<Sample> want_a;
   for (std::int64_t t = 3000; t <= 50000; t += 1000)
     want_a.push_back({t, static_cast<double>(t / 1000)});

@@ -63,9 +63,9 @@ Result<Sample> ParsePair(const Json& j) {
   return Sample{*t, *v};
 }
 
-Result<store::Labels> ParseMetric(const Json& j) {
+Result<model::Labels> ParseMetric(const Json& j) {
   if (!j.is_object()) return Error(StatusCode::kParseError, "\"metric\" is not an object");
-  store::Labels labels;
+  model::Labels labels;
   labels.reserve(j.size());
   for (const auto& [name, value] : j.items()) {
     if (!value.is_string()) {
@@ -73,7 +73,7 @@ Result<store::Labels> ParseMetric(const Json& j) {
     }
     labels.push_back({name, value.get<std::string>()});
   }
-  store::SortLabels(labels);
+  model::SortLabels(labels);
   return labels;
 }
 
@@ -82,7 +82,7 @@ Status ParseSeries(const Json& j, ResultType type, QueryResult& out) {
   if (!j.is_object()) return Status(StatusCode::kParseError, "result element is not an object");
   Series series;
   if (j.contains("metric")) {
-    Result<store::Labels> labels = ParseMetric(j["metric"]);
+    Result<model::Labels> labels = ParseMetric(j["metric"]);
     if (!labels) return labels.error();
     series.labels = std::move(*labels);
   }

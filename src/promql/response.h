@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "store/labels.h"
+#include "model/labels.h"
 
 namespace gpucanary::promql {
 
@@ -32,7 +32,7 @@ struct Sample {
 };
 
 struct Series {
-  store::Labels labels;  // sorted by name; no __name__ after most functions
+  model::Labels labels;  // sorted by name; no __name__ after most functions
   std::vector<Sample> samples;
 };
 

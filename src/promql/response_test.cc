@@ -42,7 +42,7 @@ TEST(ParseQueryResponseTest, Matrix) {
   ASSERT_EQ(r->series.size(), 1U);
   EXPECT_EQ(
       r->series[0].labels,
-      (store::Labels{{"Hostname", "h1"}, {"__name__", "DCGM_FI_DEV_POWER_USAGE"}, {"gpu", "0"}}));
+      (model::Labels{{"Hostname", "h1"}, {"__name__", "DCGM_FI_DEV_POWER_USAGE"}, {"gpu", "0"}}));
   const std::vector<Sample>& s = r->series[0].samples;
   ASSERT_EQ(s.size(), 3U);
   EXPECT_EQ(s[0], (Sample{1796214070000, 300.709}));

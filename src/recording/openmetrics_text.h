@@ -1,14 +1,11 @@
 #pragma once
-// Low-level pieces of OpenMetrics 1.0 text output: name checks, escaping, and
-// number and timestamp rendering. RecordingWriter uses them; they are public so
-// that tests and other writers produce byte-identical text.
+// Low-level pieces of OpenMetrics 1.0 text output: family headers, number and
+// timestamp rendering. RecordingWriter uses them; they are public so that tests
+// and other writers produce byte-identical text. Name checks, UTF-8 and
+// escaping are the data model's (src/model).
 //
 // Spec: OpenMetrics 1.0, "Text format / ABNF"
 // (https://github.com/prometheus/OpenMetrics/blob/main/specification/OpenMetrics.md)
-//   metricname = metricname-initial-char 0*metricname-char
-//   metricname-initial-char = ALPHA / "_" / ":"     metricname-char = initial / DIGIT
-//   label-name = label-name-initial-char *label-name-char   (ALPHA / "_", then also DIGIT)
-//   escaped-string = *escaped-char ; escaped-char = normal-char / bs ("\" / "n" / dq)
 //   timestamp = realnumber  (seconds)
 //
 // All functions are pure and thread-safe.
@@ -18,22 +15,6 @@
 #include <string_view>
 
 namespace gpucanary::recording {
-
-// Prometheus metric-name regex [a-zA-Z_:][a-zA-Z0-9_:]*.
-bool IsValidMetricName(std::string_view name);
-
-// Prometheus label-name regex [a-zA-Z_][a-zA-Z0-9_]*. Names starting with "__"
-// are reserved for Prometheus's internal use but match the regex and are accepted.
-bool IsValidLabelName(std::string_view name);
-
-// True when `text` is well-formed UTF-8 (no overlong forms, no surrogates, at
-// most U+10FFFF). OpenMetrics text is UTF-8 and Prometheus rejects label values
-// that are not.
-bool IsValidUtf8(std::string_view text);
-
-// Appends `text` escaped as an OpenMetrics escaped-string: backslash -> \\,
-// double quote -> \", line feed -> \n. Everything else is copied unchanged.
-void AppendEscaped(std::string& out, std::string_view text);
 
 // Appends a metric family's text-format header: "# HELP <name> <help>\n# TYPE
 // <name> <type>\n". `help` is written as given (the caller escapes it where

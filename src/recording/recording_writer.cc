@@ -9,6 +9,9 @@
 #include <cstring>
 #include <utility>
 
+#include "model/escaping.h"
+#include "model/names.h"
+#include "model/utf8.h"
 #include "recording/openmetrics_text.h"
 
 namespace gpucanary::recording {
@@ -28,20 +31,6 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
 gzFile AsGz(void* gz) { return static_cast<gzFile>(gz); }
 
 }  // namespace
-
-std::string_view MetricKindName(MetricKind kind) {
-  switch (kind) {
-    case MetricKind::kGauge:
-      return "gauge";
-    case MetricKind::kCounter:
-      return "counter";
-    case MetricKind::kUnknown:
-      return "unknown";
-    case MetricKind::kHistogram:
-      return "histogram";
-  }
-  return "unknown";
-}
 
 Result<std::unique_ptr<RecordingWriter>> RecordingWriter::Open(const std::string& path) {
   if (path == "-") {
@@ -90,14 +79,20 @@ RecordingWriter::~RecordingWriter() {
   }
 }
 
-Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
+Status RecordingWriter::DeclareFamily(std::string_view name, model::MetricType kind,
                                       std::string_view help) {
-  if (!IsValidMetricName(name)) {
+  if (!model::IsValidMetricName(name)) {
     return Status(StatusCode::kInvalidArgument, "invalid metric name '" + std::string(name) + "'");
   }
-  if (!IsValidUtf8(help)) {
+  if (!model::IsValidUtf8(help)) {
     return Status(StatusCode::kInvalidArgument,
                   "help text of '" + std::string(name) + "' is not valid UTF-8");
+  }
+  if (kind != model::MetricType::kGauge && kind != model::MetricType::kCounter &&
+      kind != model::MetricType::kUnknown && kind != model::MetricType::kHistogram) {
+    return Status(StatusCode::kInvalidArgument, "metric '" + std::string(name) + "' has type " +
+                                                    std::string(model::MetricTypeName(kind)) +
+                                                    ", which recordings do not hold");
   }
   if (auto it = families_.find(name); it != families_.end()) {
     if (it->second.kind == kind && it->second.help == help) return Status::Ok();
@@ -107,11 +102,12 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   std::string family_name(name);
   // A counter without the _total suffix cannot be an OpenMetrics counter under
   // its own name; "unknown" keeps the name (and the value) exactly as given.
-  MetricKind exposed_kind = kind == MetricKind::kCounter ? MetricKind::kUnknown : kind;
-  if (kind == MetricKind::kCounter && EndsWith(name, kTotalSuffix)) {
-    exposed_kind = MetricKind::kCounter;
+  model::MetricType exposed_kind =
+      kind == model::MetricType::kCounter ? model::MetricType::kUnknown : kind;
+  if (kind == model::MetricType::kCounter && EndsWith(name, kTotalSuffix)) {
+    exposed_kind = model::MetricType::kCounter;
     family_name.resize(name.size() - kTotalSuffix.size());
-    if (!IsValidMetricName(family_name)) {
+    if (!model::IsValidMetricName(family_name)) {
       return Status(StatusCode::kInvalidArgument,
                     "counter '" + std::string(name) + "' has no family name before _total");
     }
@@ -124,7 +120,7 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   if (families_.size() >= (std::uint64_t{1} << kFamilyIndexBits)) {
     return Status(StatusCode::kInvalidArgument, "too many metric families");
   }
-  if (kind == MetricKind::kHistogram) {
+  if (kind == model::MetricType::kHistogram) {
     for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
       const std::string sample = std::string(name) + std::string(suffix);
       if (families_.contains(sample) || histogram_samples_.contains(sample)) {
@@ -147,8 +143,8 @@ Status RecordingWriter::DeclareFamily(std::string_view name, MetricKind kind,
   return Status::Ok();
 }
 
-Status RecordingWriter::Append(std::string_view name, std::span<const Label> labels, double value,
-                               std::int64_t timestamp_ms) {
+Status RecordingWriter::Append(std::string_view name, std::span<const model::LabelView> labels,
+                               double value, std::int64_t timestamp_ms) {
   GC_RETURN_IF_ERROR(CheckUsable());
   auto family_it = families_.find(name);
   bool histogram_count = false;  // a _bucket or _count sample
@@ -157,7 +153,7 @@ Status RecordingWriter::Append(std::string_view name, std::span<const Label> lab
       family_it = families_.find(h->second);
       histogram_count = !EndsWith(name, "_sum");
     }
-  } else if (family_it->second.kind == MetricKind::kHistogram) {
+  } else if (family_it->second.kind == model::MetricType::kHistogram) {
     family_it = families_.end();  // "x" itself is no sample name of histogram x
   }
   if (family_it == families_.end()) {
@@ -167,7 +163,7 @@ Status RecordingWriter::Append(std::string_view name, std::span<const Label> lab
   Family& family = family_it->second;
   // OpenMetrics: a counter's _total "MUST NOT be NaN or negative"; so are a
   // histogram's bucket and count values.
-  if ((family.exposed_kind == MetricKind::kCounter || histogram_count) &&
+  if ((family.exposed_kind == model::MetricType::kCounter || histogram_count) &&
       (std::isnan(value) || value < 0)) {
     return Status(StatusCode::kInvalidArgument,
                   "counter '" + std::string(name) + "' cannot take a negative or NaN value");
@@ -246,9 +242,9 @@ Status RecordingWriter::CheckUsable() const {
   return error_;
 }
 
-Status RecordingWriter::ValidateLabels(std::span<const Label> labels) const {
+Status RecordingWriter::ValidateLabels(std::span<const model::LabelView> labels) const {
   for (size_t i = 0; i < labels.size(); ++i) {
-    if (!IsValidLabelName(labels[i].name)) {
+    if (!model::IsValidLabelName(labels[i].name)) {
       return Status(StatusCode::kInvalidArgument,
                     "invalid label name '" + std::string(labels[i].name) + "'");
     }
@@ -262,7 +258,7 @@ Status RecordingWriter::ValidateLabels(std::span<const Label> labels) const {
   return Status::Ok();
 }
 
-Status RecordingWriter::UseLabels(std::span<const Label> labels) {
+Status RecordingWriter::UseLabels(std::span<const model::LabelView> labels) {
   // Callers usually append every metric of one entity in a row: the labels of
   // the previous call are then already checked, rendered and interned.
   const auto same_as_last = [&] {
@@ -278,12 +274,12 @@ Status RecordingWriter::UseLabels(std::span<const Label> labels) {
 
   GC_RETURN_IF_ERROR(ValidateLabels(labels));
   std::string text;
-  for (const Label& label : labels) {
+  for (const model::LabelView& label : labels) {
     if (label.value.empty()) continue;
     text += text.empty() ? '{' : ',';
     text += label.name;
     text += "=\"";
-    AppendEscaped(text, label.value);
+    model::AppendEscaped(text, label.value);
     text += '"';
   }
   if (!text.empty()) text += '}';
@@ -291,8 +287,8 @@ Status RecordingWriter::UseLabels(std::span<const Label> labels) {
   // values need the UTF-8 check only the first time a label set is seen.
   auto it = label_set_ids_.find(std::string_view(text));
   if (it == label_set_ids_.end()) {
-    for (const Label& label : labels) {
-      if (!IsValidUtf8(label.value)) {
+    for (const model::LabelView& label : labels) {
+      if (!model::IsValidUtf8(label.value)) {
         return Status(StatusCode::kInvalidArgument,
                       "value of label '" + std::string(label.name) + "' is not valid UTF-8");
       }
@@ -315,13 +311,13 @@ void RecordingWriter::AppendMetadata(Family& family) {
     buffer_ += "# HELP ";
     buffer_ += family.family_name;
     buffer_ += ' ';
-    AppendEscaped(buffer_, family.help);
+    model::AppendEscaped(buffer_, family.help);
     buffer_ += '\n';
   }
   buffer_ += "# TYPE ";
   buffer_ += family.family_name;
   buffer_ += ' ';
-  buffer_ += MetricKindName(family.exposed_kind);
+  buffer_ += model::MetricTypeName(family.exposed_kind);
   buffer_ += '\n';
   family.metadata_written = true;
 }

@@ -59,18 +59,10 @@
 
 #include "core/status.h"
 #include "core/string_map.h"
+#include "model/label_view.h"
+#include "model/metric_type.h"
 
 namespace gpucanary::recording {
-
-enum class MetricKind : std::uint8_t { kGauge, kCounter, kUnknown, kHistogram };
-
-std::string_view MetricKindName(MetricKind kind);
-
-// One label of a sample; both views must stay valid for the duration of Append.
-struct Label {
-  std::string_view name;
-  std::string_view value;
-};
 
 class RecordingWriter {
  public:
@@ -89,12 +81,14 @@ class RecordingWriter {
   // Declares the metric `name` (the sample name) with its kind and help text
   // (empty help: no "# HELP" line). Nothing is written until its first sample.
   // Declaring the same name again with the same kind and help is a no-op.
+  // Recordings hold gauges, counters, unknowns and histograms only.
   // Returns kInvalidArgument for an invalid metric name, help text that is not
-  // UTF-8, a conflicting redeclaration, or a family name already used by
+  // UTF-8, any other type, a conflicting redeclaration, or a family name already used by
   // another metric (a gauge "x" and a counter "x_total" both need family "x").
-  Status DeclareFamily(std::string_view name, MetricKind kind, std::string_view help);
+  Status DeclareFamily(std::string_view name, model::MetricType kind, std::string_view help);
 
-  // Appends one sample of a declared metric.
+  // Appends one sample of a declared metric. The label views need to stay
+  // valid for the duration of the call only.
   // Returns kInvalidArgument (and writes nothing) when the metric was not
   // declared, a label name is invalid or repeated, a label value is not UTF-8,
   // a counter value is negative or NaN, or `timestamp_ms` is older than the last
@@ -102,7 +96,7 @@ class RecordingWriter {
   // writer is then unusable and every later call returns that error.
   // Cost: when `labels` equal the previous call's (the usual pattern: every
   // metric of one GPU at one tick), they are not checked or rendered again.
-  Status Append(std::string_view name, std::span<const Label> labels, double value,
+  Status Append(std::string_view name, std::span<const model::LabelView> labels, double value,
                 std::int64_t timestamp_ms);
 
   // Writes "# EOF\n", flushes and closes. Returns kIoError when any write,
@@ -121,9 +115,9 @@ class RecordingWriter {
   StringMap<std::string> histogram_samples_;
 
   struct Family {
-    std::string family_name;  // the name on # HELP / # TYPE
-    MetricKind kind;          // as declared
-    MetricKind exposed_kind;  // as written on # TYPE (see the counter rule above)
+    std::string family_name;         // the name on # HELP / # TYPE
+    model::MetricType kind;          // as declared
+    model::MetricType exposed_kind;  // as written on # TYPE (see the counter rule above)
     std::string help;
     std::uint32_t index;  // declaration order, part of the series key
     bool metadata_written = false;
@@ -132,10 +126,10 @@ class RecordingWriter {
   RecordingWriter(std::string path, SinkKind sink, std::FILE* file, void* gz);
 
   Status CheckUsable() const;
-  Status ValidateLabels(std::span<const Label> labels) const;
+  Status ValidateLabels(std::span<const model::LabelView> labels) const;
   // Makes `labels` the current label set (label_text_, label_set_id_), checking
   // and rendering it unless it equals the previous call's.
-  Status UseLabels(std::span<const Label> labels);
+  Status UseLabels(std::span<const model::LabelView> labels);
   void AppendMetadata(Family& family);
   Status FlushBuffer();
   Status Fail(Status status);

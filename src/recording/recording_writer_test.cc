@@ -67,26 +67,28 @@ std::unique_ptr<RecordingWriter> OpenOrDie(const fs::path& path) {
 // without _total, a counter with _total, escaping, special values, and
 // timestamps at and before the epoch.
 void WriteGoldenSequence(RecordingWriter& writer) {
-  ASSERT_TRUE(
-      writer.DeclareFamily("DCGM_FI_DEV_GPU_TEMP", MetricKind::kGauge, "GPU temperature (in C).")
-          .ok());
   ASSERT_TRUE(writer
-                  .DeclareFamily("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MetricKind::kCounter,
+                  .DeclareFamily("DCGM_FI_DEV_GPU_TEMP", model::MetricType::kGauge,
+                                 "GPU temperature (in C).")
+                  .ok());
+  ASSERT_TRUE(writer
+                  .DeclareFamily("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                                 model::MetricType::kCounter,
                                  "Total energy consumption since boot (in mJ).")
                   .ok());
   ASSERT_TRUE(
-      writer.DeclareFamily("requests_total", MetricKind::kCounter, "Requests served.").ok());
+      writer.DeclareFamily("requests_total", model::MetricType::kCounter, "Requests served.").ok());
   ASSERT_TRUE(writer
-                  .DeclareFamily("odd_gauge", MetricKind::kGauge,
+                  .DeclareFamily("odd_gauge", model::MetricType::kGauge,
                                  "Help with \\ backslash, \"quotes\"\nand a newline")
                   .ok());
-  ASSERT_TRUE(writer.DeclareFamily("no_help", MetricKind::kUnknown, "").ok());
+  ASSERT_TRUE(writer.DeclareFamily("no_help", model::MetricType::kUnknown, "").ok());
 
-  const std::vector<Label> gpu0 = {
+  const std::vector<model::LabelView> gpu0 = {
       {"gpu", "0"}, {"modelName", "NVIDIA H100 80GB HBM3"}, {"Hostname", "node-1"}};
-  const std::vector<Label> gpu1 = {
+  const std::vector<model::LabelView> gpu1 = {
       {"gpu", "1"}, {"modelName", "NVIDIA H100 80GB HBM3"}, {"Hostname", "node-1"}};
-  const std::vector<Label> odd = {
+  const std::vector<model::LabelView> odd = {
       {"path", "C:\\dir"}, {"quote", "say \"hi\""}, {"nl", "a\nb"}, {"empty", ""}};
 
   ASSERT_TRUE(writer.Append("DCGM_FI_DEV_GPU_TEMP", gpu0, 34, 1775016266006).ok());
@@ -161,10 +163,10 @@ TEST(RecordingWriterTest, LargeOutputCrossesTheFlushThreshold) {
   const fs::path gz = TempPath("large.om.gz");
   for (const fs::path& path : {plain, gz}) {
     auto writer = OpenOrDie(path);
-    ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+    ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
     for (int i = 0; i < 50000; ++i) {
       const std::string gpu = std::to_string(i % 8);
-      const std::array<Label, 1> labels = {Label{"gpu", gpu}};
+      const std::array<model::LabelView, 1> labels = {model::LabelView{"gpu", gpu}};
       ASSERT_TRUE(writer->Append("m", labels, i, 1000 + i / 8).ok());
     }
     ASSERT_TRUE(writer->Close().ok());
@@ -178,9 +180,9 @@ TEST(RecordingWriterTest, LargeOutputCrossesTheFlushThreshold) {
 
 TEST(RecordingWriterTest, RefusesOutOfOrderAppendPerSeries) {
   auto writer = OpenOrDie(TempPath("order.om"));
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
-  const std::array<Label, 1> a = {Label{"gpu", "0"}};
-  const std::array<Label, 1> b = {Label{"gpu", "1"}};
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
+  const std::array<model::LabelView, 1> a = {model::LabelView{"gpu", "0"}};
+  const std::array<model::LabelView, 1> b = {model::LabelView{"gpu", "1"}};
   ASSERT_TRUE(writer->Append("m", a, 1, 2000).ok());
   ASSERT_TRUE(writer->Append("m", a, 2, 2000).ok());  // equal timestamps are allowed
   ASSERT_TRUE(writer->Append("m", b, 3, 1000).ok());  // another series may be older
@@ -194,24 +196,26 @@ TEST(RecordingWriterTest, RefusesOutOfOrderAppendPerSeries) {
 
 TEST(RecordingWriterTest, RefusesInvalidNames) {
   auto writer = OpenOrDie(TempPath("names.om"));
-  EXPECT_EQ(writer->DeclareFamily("bad-name", MetricKind::kGauge, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("bad-name", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("1st", MetricKind::kGauge, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("1st", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("", MetricKind::kGauge, "").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("_total", MetricKind::kCounter, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer->DeclareFamily("m", MetricKind::kGauge, "\xff").code(),
+  EXPECT_EQ(writer->DeclareFamily("_total", model::MetricType::kCounter, "").code(),
             StatusCode::kInvalidArgument);
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+  EXPECT_EQ(writer->DeclareFamily("m", model::MetricType::kGauge, "\xff").code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
 
-  const std::array<Label, 1> bad_label = {Label{"pci.bus_id", "x"}};
+  const std::array<model::LabelView, 1> bad_label = {model::LabelView{"pci.bus_id", "x"}};
   EXPECT_EQ(writer->Append("m", bad_label, 1, 0).code(), StatusCode::kInvalidArgument);
-  const std::array<Label, 1> colon_label = {Label{"a:b", "x"}};
+  const std::array<model::LabelView, 1> colon_label = {model::LabelView{"a:b", "x"}};
   EXPECT_EQ(writer->Append("m", colon_label, 1, 0).code(), StatusCode::kInvalidArgument);
-  const std::array<Label, 2> repeated = {Label{"gpu", "0"}, Label{"gpu", "1"}};
+  const std::array<model::LabelView, 2> repeated = {model::LabelView{"gpu", "0"},
+                                                    model::LabelView{"gpu", "1"}};
   EXPECT_EQ(writer->Append("m", repeated, 1, 0).code(), StatusCode::kInvalidArgument);
-  const std::array<Label, 1> bad_value = {Label{"gpu", "\xc3"}};
+  const std::array<model::LabelView, 1> bad_value = {model::LabelView{"gpu", "\xc3"}};
   EXPECT_EQ(writer->Append("m", bad_value, 1, 0).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(writer->Append("undeclared", {}, 1, 0).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(writer->samples_written(), 0u);
@@ -220,12 +224,12 @@ TEST(RecordingWriterTest, RefusesInvalidNames) {
 
 TEST(RecordingWriterTest, DeclarationConflicts) {
   auto writer = OpenOrDie(TempPath("conflicts.om"));
-  ASSERT_TRUE(writer->DeclareFamily("x_total", MetricKind::kCounter, "h").ok());
-  EXPECT_TRUE(writer->DeclareFamily("x_total", MetricKind::kCounter, "h").ok());
-  EXPECT_EQ(writer->DeclareFamily("x_total", MetricKind::kGauge, "h").code(),
+  ASSERT_TRUE(writer->DeclareFamily("x_total", model::MetricType::kCounter, "h").ok());
+  EXPECT_TRUE(writer->DeclareFamily("x_total", model::MetricType::kCounter, "h").ok());
+  EXPECT_EQ(writer->DeclareFamily("x_total", model::MetricType::kGauge, "h").code(),
             StatusCode::kInvalidArgument);
   // A gauge "x" would need the family name of counter "x_total".
-  EXPECT_EQ(writer->DeclareFamily("x", MetricKind::kGauge, "").code(),
+  EXPECT_EQ(writer->DeclareFamily("x", model::MetricType::kGauge, "").code(),
             StatusCode::kInvalidArgument);
   // OpenMetrics: a counter's _total must not be negative or NaN.
   EXPECT_EQ(writer->Append("x_total", {}, -1, 0).code(), StatusCode::kInvalidArgument);
@@ -239,7 +243,7 @@ TEST(RecordingWriterTest, DeclarationConflicts) {
 TEST(RecordingWriterTest, ReportsDiskFullOnClose) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is not available";
   auto writer = OpenOrDie("/dev/full");
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
   ASSERT_TRUE(writer->Append("m", {}, 1, 0).ok());  // still buffered
   const Status status = writer->Close();
   EXPECT_EQ(status.code(), StatusCode::kIoError);
@@ -249,7 +253,7 @@ TEST(RecordingWriterTest, ReportsDiskFullOnClose) {
 TEST(RecordingWriterTest, ReportsDiskFullWhileAppending) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is not available";
   auto writer = OpenOrDie("/dev/full");
-  ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
   Status status;
   for (int i = 0; i < 100000 && status.ok(); ++i) status = writer->Append("m", {}, i, i);
   EXPECT_EQ(status.code(), StatusCode::kIoError);
@@ -271,7 +275,7 @@ TEST(RecordingWriterTest, DestructorWithoutCloseLeavesNoEof) {
   const fs::path path = TempPath("abandoned.om");
   {
     auto writer = OpenOrDie(path);
-    ASSERT_TRUE(writer->DeclareFamily("m", MetricKind::kGauge, "").ok());
+    ASSERT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
     ASSERT_TRUE(writer->Append("m", {}, 1, 0).ok());
   }
   EXPECT_EQ(ReadPlain(path), "# TYPE m gauge\nm 1 0.000\n");
@@ -281,11 +285,11 @@ TEST(RecordingWriterTest, DestructorWithoutCloseLeavesNoEof) {
 TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
   const fs::path path = TempPath("histogram.om");
   auto writer = OpenOrDie(path);
-  ASSERT_TRUE(writer->DeclareFamily("lat_seconds", MetricKind::kHistogram, "Latency.").ok());
-  const Label host{"Hostname", "n1"};
-  const Label b1[] = {host, {"le", "0.5"}};
-  const Label inf[] = {host, {"le", "+Inf"}};
-  const Label base[] = {host};
+  ASSERT_TRUE(writer->DeclareFamily("lat_seconds", model::MetricType::kHistogram, "Latency.").ok());
+  const model::LabelView host{"Hostname", "n1"};
+  const model::LabelView b1[] = {host, {"le", "0.5"}};
+  const model::LabelView inf[] = {host, {"le", "+Inf"}};
+  const model::LabelView base[] = {host};
   ASSERT_TRUE(writer->Append("lat_seconds_bucket", b1, 2, 1000).ok());
   ASSERT_TRUE(writer->Append("lat_seconds_bucket", inf, 3, 1000).ok());
   ASSERT_TRUE(writer->Append("lat_seconds_count", base, 3, 1000).ok());
@@ -295,9 +299,9 @@ TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
   EXPECT_FALSE(writer->Append("lat_seconds_bucket", b1, -1, 2000).ok());
   EXPECT_FALSE(writer->Append("lat_seconds_count", base, std::nan(""), 2000).ok());
   // Its sample names are taken.
-  EXPECT_FALSE(writer->DeclareFamily("lat_seconds_count", MetricKind::kGauge, "").ok());
-  ASSERT_TRUE(writer->DeclareFamily("x", MetricKind::kGauge, "").ok());
-  EXPECT_FALSE(writer->DeclareFamily("x", MetricKind::kHistogram, "").ok());  // redeclared
+  EXPECT_FALSE(writer->DeclareFamily("lat_seconds_count", model::MetricType::kGauge, "").ok());
+  ASSERT_TRUE(writer->DeclareFamily("x", model::MetricType::kGauge, "").ok());
+  EXPECT_FALSE(writer->DeclareFamily("x", model::MetricType::kHistogram, "").ok());  // redeclared
   ASSERT_TRUE(writer->Close().ok());
   EXPECT_EQ(ReadPlain(path),
             "# HELP lat_seconds Latency.\n"
@@ -312,10 +316,23 @@ TEST(RecordingWriterTest, WritesHistogramsUnderOneFamily) {
 TEST(RecordingWriterTest, AHistogramNeedsItsSampleNamesFree) {
   const fs::path path = TempPath("histogram-conflict.om");
   auto writer = OpenOrDie(path);
-  ASSERT_TRUE(writer->DeclareFamily("h_sum", MetricKind::kGauge, "").ok());
-  const Status s = writer->DeclareFamily("h", MetricKind::kHistogram, "");
+  ASSERT_TRUE(writer->DeclareFamily("h_sum", model::MetricType::kGauge, "").ok());
+  const Status s = writer->DeclareFamily("h", model::MetricType::kHistogram, "");
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("h_sum"), std::string::npos) << s.message();
+}
+
+// model::MetricType names types that recordings have no rules for.
+TEST(RecordingWriterTest, RefusesTypesRecordingsDoNotHold) {
+  auto writer = OpenOrDie(TempPath("types.om"));
+  for (model::MetricType type : {model::MetricType::kGaugeHistogram, model::MetricType::kSummary,
+                                 model::MetricType::kInfo, model::MetricType::kStateSet}) {
+    const Status s = writer->DeclareFamily("m", type, "");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(model::MetricTypeName(type)), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(writer->DeclareFamily("m", model::MetricType::kGauge, "").ok());
+  ASSERT_TRUE(writer->Close().ok());
 }
 
 }  // namespace gpucanary::recording

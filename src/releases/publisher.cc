@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "model/family_writer.h"
 #include "net/http_client.h"
-#include "recording/openmetrics_text.h"
 
 namespace gpucanary::releases {
 namespace {
@@ -315,12 +315,12 @@ void Publisher::AppendMetrics(std::string& out) const {
        "Releases a publish sink never got (attempts spent, refused, or queue full).",
        &SinkStats::dropped},
   };
+  model::FamilyWriter metrics(out);
   for (const Family& f : kFamilies) {
-    recording::AppendFamilyHeader(out, f.name, "counter", f.help);
+    metrics.Family(f.name, model::MetricType::kCounter, f.help);
     for (const Worker* w : {grafana_.get(), otlp_.get()}) {
       if (w == nullptr) continue;
-      out += f.name;
-      out += "{sink=\"" + w->name() + "\"} " + std::to_string(w->stats().*f.member) + "\n";
+      metrics.Sample({{"sink", w->name()}}, std::to_string(w->stats().*f.member));
     }
   }
 }

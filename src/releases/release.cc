@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "config/yaml_fields.h"
-#include "store/matcher.h"
+#include "model/matcher.h"
 
 namespace gpucanary::releases {
 namespace {
@@ -207,7 +207,7 @@ std::optional<Problem> ReadTargets(const Json& v, std::size_t at, Release& out) 
 std::optional<Problem> ReadSelector(const Json& v, std::size_t at, Release& out) {
   if (!v.is_string()) return FieldProblem(at, "selector", "expected a string, got " + Got(v));
   out.selector = v.get<std::string>();
-  auto matchers = store::ParseSelector(out.selector);
+  auto matchers = model::ParseSelector(out.selector);
   if (!matchers) return FieldProblem(at, "selector", "bad selector: " + matchers.error().message());
   return std::nullopt;
 }

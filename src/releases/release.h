@@ -16,7 +16,7 @@
 //   required;
 // - the other known fields are strings when present; `targets` is an array of
 //   non-empty hostname strings; `selector` is a PromQL vector selector
-//   (store::ParseSelector's grammar, e.g. `{Hostname=~"node-[45]"}`);
+//   (model::ParseSelector's grammar, e.g. `{Hostname=~"node-[45]"}`);
 // - unknown fields are kept (they stay in `annotation`, the text as received);
 // - a field given twice is an error (JSON leaves that undefined).
 //

@@ -14,7 +14,7 @@
 namespace gpucanary::remote {
 namespace {
 
-store::Labels Metric(const std::string& name, const std::string& gpu) {
+model::Labels Metric(const std::string& name, const std::string& gpu) {
   return {{"__name__", name}, {"gpu", gpu}, {"job", "dcgm"}};
 }
 

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "model/labels.h"
 #include "remote/write_request.h"
 #include "store/appender.h"
-#include "store/labels.h"
 
 namespace gpucanary::remote::test {
 
@@ -39,15 +39,15 @@ class CaptureAppendable : public store::Appendable {
   }
 
   // The committed samples of the series with these labels (sorted), in order.
-  std::vector<Sample> Samples(const store::Labels& labels) const {
+  std::vector<Sample> Samples(const model::Labels& labels) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = refs_.find(labels);
     return it == refs_.end() ? std::vector<Sample>() : series_[it->second].samples;
   }
   // Every series with at least one committed sample.
-  std::map<store::Labels, std::vector<Sample>> All() const {
+  std::map<model::Labels, std::vector<Sample>> All() const {
     std::lock_guard<std::mutex> lock(mu_);
-    std::map<store::Labels, std::vector<Sample>> out;
+    std::map<model::Labels, std::vector<Sample>> out;
     for (const Series& s : series_) {
       if (!s.samples.empty()) out[s.labels] = s.samples;
     }
@@ -64,7 +64,7 @@ class CaptureAppendable : public store::Appendable {
 
  private:
   struct Series {
-    store::Labels labels;
+    model::Labels labels;
     std::vector<Sample> samples;
   };
   struct Pending {
@@ -75,7 +75,7 @@ class CaptureAppendable : public store::Appendable {
   class CaptureAppender : public store::Appender {
    public:
     explicit CaptureAppender(CaptureAppendable& owner) : owner_(owner) {}
-    Result<store::SeriesRef> Series(const store::Labels& labels) override {
+    Result<store::SeriesRef> Series(const model::Labels& labels) override {
       return owner_.GetSeries(labels);
     }
     Status Append(store::SeriesRef ref, std::int64_t t_ms, double value) override {
@@ -97,8 +97,8 @@ class CaptureAppendable : public store::Appendable {
     std::vector<Pending> pending_;
   };
 
-  Result<store::SeriesRef> GetSeries(const store::Labels& labels) {
-    GC_RETURN_IF_ERROR(store::ValidateLabels(labels));
+  Result<store::SeriesRef> GetSeries(const model::Labels& labels) {
+    GC_RETURN_IF_ERROR(model::ValidateLabels(labels));
     std::lock_guard<std::mutex> lock(mu_);
     auto it = refs_.find(labels);
     if (it != refs_.end()) return it->second;
@@ -152,7 +152,7 @@ class CaptureAppendable : public store::Appendable {
 
   mutable std::mutex mu_;
   std::vector<Series> series_;                             // guarded by mu_; index = ref
-  std::map<store::Labels, store::SeriesRef> refs_;         // guarded by mu_
+  std::map<model::Labels, store::SeriesRef> refs_;         // guarded by mu_
   std::size_t max_series_ = static_cast<std::size_t>(-1);  // guarded by mu_
   int fail_commits_ = 0;                                   // guarded by mu_
   Status fail_status_;                                     // guarded by mu_

@@ -8,8 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "model/names.h"
+#include "model/utf8.h"
 #include "net/http_message.h"
-#include "recording/openmetrics_text.h"
 #include "remote/remote_write.pb.h"
 
 namespace gpucanary::remote {
@@ -65,9 +66,9 @@ Result<std::string> Uncompress(std::string_view body, const DecodeLimits& limits
   return out;
 }
 
-void CopyLabels(const google::protobuf::RepeatedPtrField<pb::Label>& from, store::Labels& to) {
+void CopyLabels(const google::protobuf::RepeatedPtrField<pb::Label>& from, model::Labels& to) {
   to.reserve(static_cast<std::size_t>(from.size()));
-  for (const pb::Label& l : from) to.push_back(store::Label{l.name(), l.value()});
+  for (const pb::Label& l : from) to.push_back(model::Label{l.name(), l.value()});
 }
 
 WriteRequest FromProto(const pb::WriteRequest& message) {
@@ -86,7 +87,7 @@ WriteRequest FromProto(const pb::WriteRequest& message) {
   return request;
 }
 
-Status LabelError(std::size_t series, std::size_t label, const store::Label& l,
+Status LabelError(std::size_t series, std::size_t label, const model::Label& l,
                   std::string_view what) {
   return Status(StatusCode::kInvalidArgument, "timeseries[" + std::to_string(series) + "].labels[" +
                                                   std::to_string(label) + "] '" + l.name +
@@ -191,20 +192,20 @@ Result<WriteRequest> DecodeWriteRequest(std::string_view body, std::string_view 
   }
 }
 
-Status CheckSeriesLabels(const store::Labels& labels, std::size_t index) {
+Status CheckSeriesLabels(const model::Labels& labels, std::size_t index) {
   bool has_name = false;
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    const store::Label& l = labels[i];
+    const model::Label& l = labels[i];
     if (l.name.empty()) return LabelError(index, i, l, "empty name");
-    if (!recording::IsValidLabelName(l.name)) return LabelError(index, i, l, "invalid name");
+    if (!model::IsValidLabelName(l.name)) return LabelError(index, i, l, "invalid name");
     if (i > 0 && labels[i - 1].name == l.name) return LabelError(index, i, l, "duplicate name");
     if (i > 0 && labels[i - 1].name > l.name) {
       return LabelError(index, i, l, "not sorted (after '" + labels[i - 1].name + "')");
     }
     if (l.value.empty()) return LabelError(index, i, l, "empty value");
-    if (!recording::IsValidUtf8(l.value)) return LabelError(index, i, l, "value is not UTF-8");
-    if (l.name == store::kMetricNameLabel) {
-      if (!recording::IsValidMetricName(l.value)) {
+    if (!model::IsValidUtf8(l.value)) return LabelError(index, i, l, "value is not UTF-8");
+    if (l.name == model::kMetricNameLabel) {
+      if (!model::IsValidMetricName(l.value)) {
         return LabelError(index, i, l, "invalid metric name '" + l.value + "'");
       }
       has_name = true;
@@ -223,7 +224,7 @@ std::string EncodeWriteRequest(const WriteRequest& request) {
   message->mutable_timeseries()->Reserve(static_cast<int>(request.timeseries.size()));
   for (const TimeSeries& from : request.timeseries) {
     pb::TimeSeries* to = message->add_timeseries();
-    for (const store::Label& l : from.labels) {
+    for (const model::Label& l : from.labels) {
       pb::Label* label = to->add_labels();
       label->set_name(l.name);
       label->set_value(l.value);

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "store/labels.h"
+#include "model/labels.h"
 
 namespace gpucanary::remote {
 
@@ -55,7 +55,7 @@ struct Sample {
 };
 
 struct TimeSeries {
-  store::Labels labels;  // as sent: decoding neither sorts nor checks them
+  model::Labels labels;  // as sent: decoding neither sorts nor checks them
   std::vector<Sample> samples;
   // Exemplars and native-histogram samples sent with the series. Outside the
   // 1.0 spec and not stored by gpucanary: only counted. The encoder writes
@@ -105,7 +105,7 @@ Result<WriteRequest> DecodeWriteRequest(std::string_view body, std::string_view 
 // UTF-8; a __name__ label whose value matches [a-zA-Z_:][a-zA-Z0-9_:]*.
 // Errors: kInvalidArgument, "timeseries[3].labels[1] 'gpu': duplicate name"
 // (the first problem found; "timeseries[3]: no __name__ label").
-Status CheckSeriesLabels(const store::Labels& labels, std::size_t index);
+Status CheckSeriesLabels(const model::Labels& labels, std::size_t index);
 
 // snappy_block(protobuf(WriteRequest)), as a remote_write 1.0 sender posts it
 // (with "Content-Encoding: snappy" and "Content-Type: application/x-protobuf").

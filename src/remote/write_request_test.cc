@@ -13,7 +13,7 @@
 namespace gpucanary::remote {
 namespace {
 
-store::Labels GpuLabels(const std::string& gpu) {
+model::Labels GpuLabels(const std::string& gpu) {
   return {{"Hostname", "node-1"},
           {"UUID", "GPU-" + gpu},
           {"__name__", "DCGM_FI_DEV_GPU_TEMP"},
@@ -182,7 +182,7 @@ TEST(CheckSeriesLabelsTest, AcceptsSortedValidLabels) {
 
 TEST(CheckSeriesLabelsTest, NamesTheSeriesAndLabelOfTheFirstProblem) {
   struct Case {
-    store::Labels labels;
+    model::Labels labels;
     const char* message;
   } cases[] = {
       {{{"__name__", "up"}, {"gpu", "0"}, {"gpu", "1"}},

@@ -36,15 +36,12 @@ class HtmlReportTest : public ::testing::Test {
     auto w = recording::RecordingWriter::Open((dir_ / "telemetry.om").string());
     ASSERT_TRUE(w.has_value());
     auto& writer = **w;
+    ASSERT_TRUE(writer.DeclareFamily("DCGM_FI_DEV_SM_CLOCK", model::MetricType::kGauge, "").ok());
     ASSERT_TRUE(
-        writer.DeclareFamily("DCGM_FI_DEV_SM_CLOCK", recording::MetricKind::kGauge, "").ok());
-    ASSERT_TRUE(
-        writer
-            .DeclareFamily("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", recording::MetricKind::kGauge, "")
+        writer.DeclareFamily("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", model::MetricType::kGauge, "")
             .ok());
     ASSERT_TRUE(
-        writer.DeclareFamily("vllm:generation_tokens_total", recording::MetricKind::kCounter, "")
-            .ok());
+        writer.DeclareFamily("vllm:generation_tokens_total", model::MetricType::kCounter, "").ok());
     std::vector<double> tokens(2, 0);
     for (int i = 0; i < 60; ++i) {
       const std::int64_t ms = (kT0 + i) * 1000 + 250;
@@ -53,14 +50,14 @@ class HtmlReportTest : public ::testing::Test {
         const bool brake = n == 1 && i >= 30;
         for (int g = 0; g < 2; ++g) {
           const std::string gpu = std::to_string(g);
-          const recording::Label labels[] = {{"gpu", gpu}, {"Hostname", host}};
+          const model::LabelView labels[] = {{"gpu", gpu}, {"Hostname", host}};
           ASSERT_TRUE(writer.Append("DCGM_FI_DEV_SM_CLOCK", labels, brake ? 1050 : 1980, ms).ok());
           ASSERT_TRUE(
               writer.Append("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", labels, brake ? 0x88 : 0, ms)
                   .ok());
         }
         tokens[static_cast<std::size_t>(n)] += brake ? 600 : 1000;
-        const recording::Label node[] = {{"Hostname", host}};
+        const model::LabelView node[] = {{"Hostname", host}};
         ASSERT_TRUE(writer
                         .Append("vllm:generation_tokens_total", node,
                                 tokens[static_cast<std::size_t>(n)], ms)

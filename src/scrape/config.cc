@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "config/yaml_fields.h"
+#include "model/names.h"
 #include "net/url.h"
 
 namespace gpucanary::scrape {
@@ -215,7 +216,7 @@ class Parser {
     Result<Fields> f = Fields::Read(r_, node, field, {});
     if (!f) return f.error();
     for (const Fields::Entry& e : f->entries()) {
-      if (!IsValidLabelName(e.name)) {
+      if (!model::IsValidLabelName(e.name)) {
         return r_.Fail(e.key, Child(field, e.name), "invalid label name").value();
       }
       if (!e.value.IsNull() && !e.value.IsScalar()) {
@@ -329,16 +330,6 @@ bool ParsePrometheusDuration(std::string_view text, std::int64_t* ms) {
     total += value * kUnits[u].ms;
   }
   *ms = total;
-  return true;
-}
-
-bool IsValidLabelName(std::string_view name) {
-  if (name.empty()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    if (!alpha && (i == 0 || c < '0' || c > '9')) return false;
-  }
   return true;
 }
 

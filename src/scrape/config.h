@@ -118,9 +118,6 @@ Result<ScrapeConfig> ReadScrapeSections(const config::Reporter& r, const YAML::N
 // "500ms", "0". False for anything else (including "1.5s").
 bool ParsePrometheusDuration(std::string_view text, std::int64_t* ms);
 
-// [a-zA-Z_][a-zA-Z0-9_]*, the label name grammar.
-bool IsValidLabelName(std::string_view name);
-
 // A target address as Prometheus takes it: "host:port", "[v6]:port", or a
 // bare host, which gets ":80" as Prometheus adds for http. No scheme, path,
 // spaces or user info. Errors: kInvalidArgument saying why.

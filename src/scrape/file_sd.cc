@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "config/yaml_fields.h"
+#include "model/names.h"
 
 namespace gpucanary::scrape {
 namespace {
@@ -79,7 +80,7 @@ Status ParseGroup(const Reporter& r, const YAML::Node& node, const std::string& 
     Result<Fields> lfields = Fields::Read(r, *labels, lf, {});
     if (!lfields) return lfields.error();
     for (const Fields::Entry& e : lfields->entries()) {
-      if (!IsValidLabelName(e.name)) {
+      if (!model::IsValidLabelName(e.name)) {
         return r.Fail(e.key, Child(lf, e.name), "invalid label name").value();
       }
       if (!e.value.IsScalar() && !e.value.IsNull()) {

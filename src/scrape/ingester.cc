@@ -28,9 +28,9 @@ std::string_view RawSeries(const expfmt::SampleView& s) {
   return {begin, static_cast<std::size_t>(end - begin)};
 }
 
-bool HasLabel(const store::Labels& labels, std::string_view name) {
+bool HasLabel(const model::Labels& labels, std::string_view name) {
   return std::any_of(labels.begin(), labels.end(),
-                     [&](const store::Label& l) { return l.name == name; });
+                     [&](const model::Label& l) { return l.name == name; });
 }
 
 }  // namespace
@@ -43,7 +43,7 @@ expfmt::Format FormatForContentType(std::string_view content_type) {
              : expfmt::Format::kPrometheusText;
 }
 
-Ingester::Ingester(store::Appendable& store, store::Labels target_labels, IngestOptions options)
+Ingester::Ingester(store::Appendable& store, model::Labels target_labels, IngestOptions options)
     : store_(store), target_labels_(std::move(target_labels)), options_(options) {}
 
 Ingester::~Ingester() {
@@ -62,15 +62,15 @@ store::Appender& Ingester::appender() {
 // Empty label values are dropped (Prometheus treats them as absent).
 void Ingester::BuildLabels(const expfmt::SampleView& s) {
   scratch_.clear();
-  scratch_.push_back({std::string(store::kMetricNameLabel), std::string(s.name)});
-  for (const expfmt::LabelView& l : s.labels) {
+  scratch_.push_back({std::string(model::kMetricNameLabel), std::string(s.name)});
+  for (const model::LabelView& l : s.labels) {
     if (!l.value.empty()) scratch_.push_back({std::string(l.name), std::string(l.value)});
   }
   const std::size_t scraped = scratch_.size();
-  for (const store::Label& t : target_labels_) {
+  for (const model::Label& t : target_labels_) {
     auto clash =
         std::find_if(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(scraped),
-                     [&](const store::Label& l) { return l.name == t.name; });
+                     [&](const model::Label& l) { return l.name == t.name; });
     if (clash == scratch_.begin() + static_cast<std::ptrdiff_t>(scraped)) {
       scratch_.push_back(t);
       continue;
@@ -83,7 +83,7 @@ void Ingester::BuildLabels(const expfmt::SampleView& s) {
     clash->name = std::move(renamed);
     scratch_.push_back(t);
   }
-  store::SortLabels(scratch_);
+  model::SortLabels(scratch_);
 }
 
 Result<store::SeriesRef> Ingester::SeriesFor(const expfmt::SampleView& s) {
@@ -228,9 +228,9 @@ void Ingester::AppendReport(std::int64_t t_ms, double duration_s, const ScrapeOu
                             ScrapeOutcome& out) {
   if (!report_ready_) {
     for (std::size_t i = 0; i < report_refs_.size(); ++i) {
-      store::Labels labels = target_labels_;
-      labels.push_back({std::string(store::kMetricNameLabel), std::string(kReportNames[i])});
-      store::SortLabels(labels);
+      model::Labels labels = target_labels_;
+      labels.push_back({std::string(model::kMetricNameLabel), std::string(kReportNames[i])});
+      model::SortLabels(labels);
       Result<store::SeriesRef> r = appender().Series(labels);
       if (!r) {
         if (out.store_error.ok()) out.store_error = r.error();

@@ -31,8 +31,8 @@
 #include "core/flat_hash_map.h"
 #include "core/status.h"
 #include "expfmt/types.h"
+#include "model/labels.h"
 #include "store/appender.h"
-#include "store/labels.h"
 
 namespace gpucanary::scrape {
 
@@ -63,7 +63,7 @@ expfmt::Format FormatForContentType(std::string_view content_type);
 class Ingester {
  public:
   // `target_labels` sorted, without __name__. `store` must outlive this.
-  Ingester(store::Appendable& store, store::Labels target_labels, IngestOptions options);
+  Ingester(store::Appendable& store, model::Labels target_labels, IngestOptions options);
   ~Ingester();
   Ingester(const Ingester&) = delete;
   Ingester& operator=(const Ingester&) = delete;
@@ -109,7 +109,7 @@ class Ingester {
 
   store::Appendable& store_;
   std::unique_ptr<store::Appender> appender_;
-  store::Labels target_labels_;
+  model::Labels target_labels_;
   IngestOptions options_;
 
   std::vector<Entry> entries_;
@@ -117,7 +117,7 @@ class Ingester {
   std::uint64_t iteration_ = 0;
   std::vector<std::uint32_t> previous_;  // entries tracked in the last successful scrape
   std::vector<std::uint32_t> current_;
-  store::Labels scratch_;  // labels of a cache miss, reused
+  model::Labels scratch_;  // labels of a cache miss, reused
   // The synthetic series: up, scrape_duration_seconds, scrape_samples_scraped,
   // scrape_series_added; valid when report_ready_.
   std::array<store::SeriesRef, 4> report_refs_{};

@@ -39,7 +39,7 @@ TEST(PrometheusSdTest, KeepsTheJobsActiveTargetsWithTheirLabels) {
   ASSERT_EQ(t.size(), 2U);
   EXPECT_EQ(t[0].url, "http://10.0.0.1:9400/metrics");
   EXPECT_EQ(t[0].labels,
-            (store::Labels{{"instance", "10.0.0.1:9400"}, {"job", "gpus"}, {"node", "n1"}}));
+            (model::Labels{{"instance", "10.0.0.1:9400"}, {"job", "gpus"}, {"node", "n1"}}));
   EXPECT_EQ(t[1].url, "http://[::1]:9400/m?x=1");
 
   Result<std::vector<TargetGroup>> all = ParsePrometheusTargets(kAnswer, "", "p", nullptr);

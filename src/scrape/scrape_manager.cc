@@ -596,7 +596,7 @@ std::vector<TargetStatus> ScrapeManager::Impl::Targets() const {
     out.reserve(status_.size());
     for (const auto& [id, s] : status_) out.push_back(s);
   }
-  const auto label_less = [](const store::Label& a, const store::Label& b) {
+  const auto label_less = [](const model::Label& a, const model::Label& b) {
     return std::tie(a.name, a.value) < std::tie(b.name, b.value);
   };
   std::sort(out.begin(), out.end(), [&](const TargetStatus& a, const TargetStatus& b) {

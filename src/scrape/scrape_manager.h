@@ -58,7 +58,7 @@ std::string_view TargetHealthName(TargetHealth health);
 struct TargetStatus {
   std::string job;
   std::string url;
-  store::Labels labels;  // job, instance and the discovered labels
+  model::Labels labels;  // job, instance and the discovered labels
   TargetHealth health = TargetHealth::kUnknown;
   std::int64_t last_scrape_ms = 0;  // the scheduled time of the last finished scrape; 0: none
   double last_duration_s = 0;

@@ -384,7 +384,7 @@ TEST_F(FileSdScrapeTest, ReloadsOnChangeKeepsLastGoodAndEndsVanishedTargets) {
   ASSERT_TRUE(m.Start().ok());
   ASSERT_EQ(Urls(m), (std::set<std::string>{a.url()}));
   EXPECT_EQ(m.Targets()[0].labels,
-            (store::Labels{{"instance", a.address()}, {"job", "job"}, {"rack", "r1"}}));
+            (model::Labels{{"instance", a.address()}, {"job", "job"}, {"rack", "r1"}}));
   const std::string up_a = "up{instance=\"" + a.address() + "\",job=\"job\",rack=\"r1\"}";
   const std::int64_t ta = SlotAtOrAfter(PhaseMs(a.url(), 1000), 1000, kStart);
   ASSERT_TRUE(ScrapeAt(m, ta, up_a));

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "model/names.h"
 #include "net/url.h"
 
 namespace gpucanary::scrape {
@@ -12,7 +13,7 @@ std::string Target::Key() const {
   std::string key = job;
   key += '\n';
   key += url;
-  for (const store::Label& l : labels) {
+  for (const model::Label& l : labels) {
     key += '\n';
     key += l.name;
     key += '=';
@@ -32,7 +33,7 @@ Result<Target> MakeTarget(const JobConfig& job, std::string_view address,
   // Later entries of the group win, as in a Go map read from a file.
   std::map<std::string, std::string, std::less<>> labels;
   for (const auto& [name, value] : group.labels) {
-    if (!IsValidLabelName(name)) return fail("invalid label name '" + name + "'");
+    if (!model::IsValidLabelName(name)) return fail("invalid label name '" + name + "'");
     labels[name] = value;
   }
   // Prometheus fills these only where the discovered labels leave them empty.
@@ -91,7 +92,7 @@ TargetMatcher MatchHosts(std::vector<std::string> hosts) {
     for (const std::string& h : hosts) {
       if (h == instance || h == instance_host || h == t.host) return true;
       for (const char* name : {"hostname", "Hostname", "node", "host"}) {
-        if (store::LabelValue(t.labels, name) == h) return true;
+        if (model::LabelValue(t.labels, name) == h) return true;
       }
     }
     return false;

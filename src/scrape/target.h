@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/labels.h"
 #include "scrape/config.h"
-#include "store/labels.h"
 
 namespace gpucanary::scrape {
 
@@ -35,12 +35,12 @@ struct Target {
   std::string url;   // "http://10.0.0.1:9400/metrics"
   // The labels every series of the target gets: job, instance and the
   // group's labels; sorted, no "__" names, no empty values.
-  store::Labels labels;
+  model::Labels labels;
 
   // The identity across discovery updates: job, URL and labels. A target whose
   // key changes is a new target (the old one ends with stale markers).
   std::string Key() const;
-  std::string_view instance() const { return store::LabelValue(labels, "instance"); }
+  std::string_view instance() const { return model::LabelValue(labels, "instance"); }
 };
 
 // Builds the target for `address` in `group` of `job` as Prometheus's

@@ -26,7 +26,7 @@ TEST(TargetTest, LabelsFollowPrometheusPopulateLabels) {
   EXPECT_EQ(t->path, "/metrics");
   EXPECT_EQ(
       t->labels,
-      (store::Labels{
+      (model::Labels{
           {"Hostname", "node-1"}, {"instance", "10.0.0.1:9400"}, {"job", "dcgm"}, {"site", "a"}}));
   EXPECT_EQ(t->instance(), "10.0.0.1:9400");
 }
@@ -40,7 +40,7 @@ TEST(TargetTest, GroupLabelsMaySetInstanceJobAndPath) {
   EXPECT_EQ(t->host, "::1");
   EXPECT_EQ(t->path, "/m?x=1");
   EXPECT_EQ(t->instance(), "node-7");
-  EXPECT_EQ(store::LabelValue(t->labels, "job"), "theirs");
+  EXPECT_EQ(model::LabelValue(t->labels, "job"), "theirs");
   EXPECT_EQ(t->job, "dcgm");
 }
 

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/labels.h"
 #include "store/appender.h"
-#include "store/labels.h"
 
 namespace gpucanary::scrape::test {
 
@@ -81,10 +81,10 @@ class CapturingAppendable final : public store::Appendable {
   class CapturingAppender final : public store::Appender {
    public:
     explicit CapturingAppender(CapturingAppendable& owner) : owner_(owner) {}
-    Result<store::SeriesRef> Series(const store::Labels& labels) override {
-      GC_RETURN_IF_ERROR(store::ValidateLabels(labels));
+    Result<store::SeriesRef> Series(const model::Labels& labels) override {
+      GC_RETURN_IF_ERROR(model::ValidateLabels(labels));
       std::lock_guard lock(owner_.mu_);
-      const std::string text = store::LabelsToString(labels);
+      const std::string text = model::LabelsToString(labels);
       auto [it, inserted] = owner_.by_text_.emplace(text, owner_.samples_.size());
       if (inserted) owner_.samples_.emplace_back();
       return it->second;

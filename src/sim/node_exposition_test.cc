@@ -52,7 +52,7 @@ std::map<std::string, Seen> ScrapeNodeWithBrake(int seconds) {
   std::map<std::string, Seen> seen;
   const expfmt::ReadReport report =
       expfmt::ReadBuffer(text, expfmt::Format::kPrometheusText, "node-4", expfmt::ReadOptions{},
-                         [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
+                         [&](const expfmt::SampleView& s, std::string_view, model::MetricType) {
                            const std::string gpu(*s.Label("gpu"));
                            EXPECT_EQ(*s.Label("Hostname"), "node-4");
                            if (s.name == "DCGM_FI_DEV_SM_CLOCK") seen[gpu].clock = s.value;

@@ -20,15 +20,14 @@ struct GpuLabels {
   std::string gpu;
   std::string device;
   const dcgm::GpuIdentity* id;
-  std::array<recording::Label, 7> labels;
+  std::array<model::LabelView, 7> labels;
 };
 
 Status DeclareDcgmFamilies(recording::RecordingWriter& writer) {
   for (std::size_t f = 0; f < dcgm::kExporterFieldCount; ++f) {
     const dcgm::DcgmFamilyInfo& info = dcgm::DcgmFamily(static_cast<dcgm::ExporterField>(f));
     GC_RETURN_IF_ERROR(writer.DeclareFamily(
-        info.name,
-        info.type == "counter" ? recording::MetricKind::kCounter : recording::MetricKind::kGauge,
+        info.name, info.type == "counter" ? model::MetricType::kCounter : model::MetricType::kGauge,
         info.help));
   }
   return Status::Ok();
@@ -44,13 +43,13 @@ std::vector<GpuLabels> MakeGpuLabels(const Fleet& fleet) {
     }
   }
   for (GpuLabels& l : labels) {  // views into strings that no longer move
-    l.labels = {recording::Label{"gpu", l.gpu},
-                recording::Label{"UUID", l.id->uuid},
-                recording::Label{"pci_bus_id", l.id->pci_bus_id},
-                recording::Label{"device", l.device},
-                recording::Label{"modelName", l.id->model_name},
-                recording::Label{"Hostname", l.id->hostname},
-                recording::Label{"DCGM_FI_DRIVER_VERSION", l.id->driver_version}};
+    l.labels = {model::LabelView{"gpu", l.gpu},
+                model::LabelView{"UUID", l.id->uuid},
+                model::LabelView{"pci_bus_id", l.id->pci_bus_id},
+                model::LabelView{"device", l.device},
+                model::LabelView{"modelName", l.id->model_name},
+                model::LabelView{"Hostname", l.id->hostname},
+                model::LabelView{"DCGM_FI_DRIVER_VERSION", l.id->driver_version}};
   }
   return labels;
 }
@@ -70,15 +69,15 @@ Result<std::uint64_t> AppendGpu(const dcgm::Readings& r, const GpuLabels& l, std
   return samples;
 }
 
-recording::MetricKind VllmKind(std::string_view type) {
-  if (type == "counter") return recording::MetricKind::kCounter;
-  if (type == "histogram") return recording::MetricKind::kHistogram;
-  return recording::MetricKind::kGauge;
+model::MetricType VllmKind(std::string_view type) {
+  if (type == "counter") return model::MetricType::kCounter;
+  if (type == "histogram") return model::MetricType::kHistogram;
+  return model::MetricType::kGauge;
 }
 
 template <std::size_t N>
 Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogram<N>& h,
-                                      const recording::Label (&base)[2], std::int64_t now_ms,
+                                      const model::LabelView (&base)[2], std::int64_t now_ms,
                                       recording::RecordingWriter& writer) {
   const std::string name(family);
   std::string le;
@@ -92,7 +91,7 @@ Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogr
       cumulative = h.count;
       le = "+Inf";
     }
-    const recording::Label labels[] = {base[0], base[1], {"le", le}};
+    const model::LabelView labels[] = {base[0], base[1], {"le", le}};
     GC_RETURN_IF_ERROR(
         writer.Append(name + "_bucket", labels, static_cast<double>(cumulative), now_ms));
   }
@@ -103,13 +102,13 @@ Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogr
 
 Result<std::uint64_t> AppendVllm(const VllmState& s, std::int64_t now_ms,
                                  recording::RecordingWriter& writer) {
-  const recording::Label base[2] = {{"model_name", s.model_name}, {"Hostname", s.hostname}};
+  const model::LabelView base[2] = {{"model_name", s.model_name}, {"Hostname", s.hostname}};
   const double values[] = {s.num_requests_running, s.num_requests_waiting, s.gpu_cache_usage_perc,
                            s.prompt_tokens_total, s.generation_tokens_total};
   for (std::size_t i = 0; i < std::size(values); ++i) {
     GC_RETURN_IF_ERROR(writer.Append(kVllmFamilies[i].name, base, values[i], now_ms));
   }
-  const recording::Label success[] = {base[0], base[1], {"finished_reason", "stop"}};
+  const model::LabelView success[] = {base[0], base[1], {"finished_reason", "stop"}};
   GC_RETURN_IF_ERROR(
       writer.Append(kVllmFamilies[5].name, success, s.request_success_total, now_ms));
   std::uint64_t samples = std::size(values) + 1;

@@ -281,7 +281,7 @@ TEST(VllmRenderTest, ExpositionParsesAndHistogramsAreCumulative) {
   double inf_bucket = -2;
   const expfmt::ReadReport report = expfmt::ReadBuffer(
       out, expfmt::Format::kPrometheusText, "vllm", {},
-      [&](const expfmt::SampleView& sample, std::string_view, expfmt::MetricType) {
+      [&](const expfmt::SampleView& sample, std::string_view, model::MetricType) {
         if (sample.name == "vllm:e2e_request_latency_seconds_bucket") {
           e2e_buckets.push_back(sample.value);
           if (sample.Label("le") == "+Inf") inf_bucket = sample.value;

@@ -381,10 +381,10 @@ TEST(ServingNodeTest, RenderedExpositionParsesBack) {
   RenderVllmExposition(node.state(), text);
 
   std::map<std::string, double> value;  // sample name (+ le) -> value
-  std::map<std::string, expfmt::MetricType> type;
+  std::map<std::string, model::MetricType> type;
   const expfmt::ReadReport report = expfmt::ReadBuffer(
       text, expfmt::Format::kPrometheusText, "node-7", expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view family, expfmt::MetricType t) {
+      [&](const expfmt::SampleView& s, std::string_view family, model::MetricType t) {
         EXPECT_EQ(*s.Label("Hostname"), "node-7");
         EXPECT_EQ(*s.Label("model_name"), "meta-llama/Llama-3.1-70B-Instruct");
         std::string key(s.name);
@@ -395,8 +395,8 @@ TEST(ServingNodeTest, RenderedExpositionParsesBack) {
   ASSERT_TRUE(report.ok()) << (report.messages.empty() ? "" : report.messages[0]);
   EXPECT_EQ(report.stats.duplicate_samples, 0u);
   const VllmState& s = node.state();
-  EXPECT_EQ(type["vllm:e2e_request_latency_seconds"], expfmt::MetricType::kHistogram);
-  EXPECT_EQ(type["vllm:generation_tokens_total"], expfmt::MetricType::kCounter);
+  EXPECT_EQ(type["vllm:e2e_request_latency_seconds"], model::MetricType::kHistogram);
+  EXPECT_EQ(type["vllm:generation_tokens_total"], model::MetricType::kCounter);
   EXPECT_EQ(value["vllm:generation_tokens_total"], s.generation_tokens_total);
   EXPECT_EQ(value["vllm:num_requests_waiting"], s.num_requests_waiting);
   EXPECT_GT(value["vllm:num_requests_waiting"], 100);
@@ -421,7 +421,7 @@ TEST(ServingNodeTest, RenderedExpositionParsesBack) {
   EXPECT_DOUBLE_EQ(HistogramQuantile(parsed, 0.99),
                    HistogramQuantile(s.e2e_request_latency_seconds, 0.99));
   // Time per output token, with vLLM's buckets.
-  EXPECT_EQ(type["vllm:time_per_output_token_seconds"], expfmt::MetricType::kHistogram);
+  EXPECT_EQ(type["vllm:time_per_output_token_seconds"], model::MetricType::kHistogram);
   EXPECT_GT(s.time_per_output_token_seconds.count, 0u);
   EXPECT_EQ(value["vllm:time_per_output_token_seconds_count"],
             static_cast<double>(s.time_per_output_token_seconds.count));
@@ -449,10 +449,10 @@ TEST(ServingNodeTest, OfflineRecordingsCarryTimePerOutputToken) {
   ASSERT_TRUE((*writer)->Close().ok());
 
   std::map<std::string, double> last_count;  // Hostname -> last _count
-  std::map<std::string, expfmt::MetricType> type;
+  std::map<std::string, model::MetricType> type;
   auto report = expfmt::ReadFile(
       path, expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view family, expfmt::MetricType t) {
+      [&](const expfmt::SampleView& s, std::string_view family, model::MetricType t) {
         type[std::string(family)] = t;
         if (s.name == "vllm:time_per_output_token_seconds_count") {
           last_count[std::string(*s.Label("Hostname"))] = s.value;
@@ -460,7 +460,7 @@ TEST(ServingNodeTest, OfflineRecordingsCarryTimePerOutputToken) {
       });
   ASSERT_TRUE(report.has_value());
   EXPECT_TRUE(report->ok()) << (report->messages.empty() ? "" : report->messages[0]);
-  EXPECT_EQ(type["vllm:time_per_output_token_seconds"], expfmt::MetricType::kHistogram);
+  EXPECT_EQ(type["vllm:time_per_output_token_seconds"], model::MetricType::kHistogram);
   ASSERT_EQ(last_count.size(), 2u);
   for (std::size_t i = 0; i < engine.node_count(); ++i) {
     const VllmState& s = engine.server(i)->state();

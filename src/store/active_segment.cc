@@ -28,7 +28,7 @@ Status ActiveSegment::Map() {
   return Status::Ok();
 }
 
-void ActiveSegment::AddSeries(SeriesRef ref, const Labels& labels) {
+void ActiveSegment::AddSeries(SeriesRef ref, const model::Labels& labels) {
   std::string payload;
   PutVarint(payload, ref);
   PutLabels(payload, labels);

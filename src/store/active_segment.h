@@ -18,11 +18,11 @@
 #include <utility>
 
 #include "core/status.h"
+#include "model/labels.h"
 #include "store/appender.h"
 #include "store/chunk.h"
 #include "store/file.h"
 #include "store/head.h"  // kNoTime
-#include "store/labels.h"
 #include "store/record_log.h"
 #include "store/segment.h"
 
@@ -42,7 +42,7 @@ class ActiveSegment {
   Status Open(std::uint32_t id, std::uint64_t size);
 
   // Buffers the seg_series record of series `ref`.
-  void AddSeries(SeriesRef ref, const Labels& labels);
+  void AddSeries(SeriesRef ref, const model::Labels& labels);
   // Buffers the seg_chunk record of `samples` (1 or more, t increasing) of
   // series `ref`, and widens the time range to them. Returns where the
   // chunk's bytes will be in the file.

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "core/status.h"
-#include "store/labels.h"
+#include "model/labels.h"
 
 namespace gpucanary::store {
 
@@ -43,7 +43,7 @@ class Appender {
   // The series with these labels, created when new. REQUIRES: `labels` sorted
   // (SortLabels). Errors: kInvalidArgument when ValidateLabels fails;
   // kOutOfRange when the store's series limit is reached.
-  virtual Result<SeriesRef> Series(const Labels& labels) = 0;
+  virtual Result<SeriesRef> Series(const model::Labels& labels) = 0;
 
   // Adds one sample (t in milliseconds since the Unix epoch). Checked at
   // Commit against the series' last committed sample: an older timestamp is

@@ -5,14 +5,14 @@
 
 namespace gpucanary::store {
 
-HeadSeries& Head::Create(SeriesRef ref, const Labels& labels) {
+HeadSeries& Head::Create(SeriesRef ref, const model::Labels& labels) {
   if (HeadSeries* existing = Find(ref); existing != nullptr) return *existing;
   next_ref_ = std::max(next_ref_, ref + 1);
   published_next_ref_.store(next_ref_, std::memory_order_release);
   auto s = std::make_unique<HeadSeries>();
   s->ref = ref;
   s->labels = InternLabels(symbols_, labels);
-  s->hash = LabelsHash(labels);
+  s->hash = model::LabelsHash(labels);
   by_hash_[s->hash].push_back(ref);
   // Refs from recovery may arrive out of order; postings need sorted lists.
   if (!live_refs_.empty() && ref < live_refs_.back()) {
@@ -40,7 +40,7 @@ void Head::RebuildIndex() {
   for (SeriesRef ref : live_refs_) postings_.Add(ref, series_[ref]->labels);
 }
 
-SeriesRef Head::Lookup(const Labels& labels, std::uint64_t hash) const {
+SeriesRef Head::Lookup(const model::Labels& labels, std::uint64_t hash) const {
   auto it = by_hash_.find(hash);
   if (it == by_hash_.end()) return 0;
   for (SeriesRef ref : it->second) {
@@ -49,7 +49,7 @@ SeriesRef Head::Lookup(const Labels& labels, std::uint64_t hash) const {
   return 0;
 }
 
-std::vector<std::uint64_t> Head::Match(const std::vector<Matcher>& matchers) const {
+std::vector<std::uint64_t> Head::Match(const std::vector<model::Matcher>& matchers) const {
   return postings_.Match(
       symbols_, matchers,
       [&](std::uint64_t ref) -> const SymLabels& { return series_.at(ref)->labels; }, live_refs_);

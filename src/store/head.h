@@ -17,10 +17,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/labels.h"
+#include "model/matcher.h"
 #include "store/appender.h"
 #include "store/chunk.h"
-#include "store/labels.h"
-#include "store/matcher.h"
 #include "store/postings.h"
 #include "store/segment.h"
 
@@ -59,11 +59,11 @@ class Head {
   // The series `ref`, created with `labels` when new (an existing one is
   // returned as it is, whatever `labels` says). Refs may come in any order
   // (recovery); the next ref handed out is past every ref seen.
-  HeadSeries& Create(SeriesRef ref, const Labels& labels);
+  HeadSeries& Create(SeriesRef ref, const model::Labels& labels);
 
   // The ref of the series with exactly `labels` (whose LabelsHash is
   // `hash`), or 0.
-  SeriesRef Lookup(const Labels& labels, std::uint64_t hash) const;
+  SeriesRef Lookup(const model::Labels& labels, std::uint64_t hash) const;
 
   // Whether `ref` was ever handed out. Lock-free: refs are handed out in
   // order and never reused; a series dropped since is caught at Commit.
@@ -74,10 +74,10 @@ class Head {
   SeriesRef next_ref() const { return next_ref_; }
   std::size_t live_series() const { return live_series_; }
   const Symbols& symbols() const { return symbols_; }
-  Labels LabelsOf(const HeadSeries& s) const { return ExpandLabels(symbols_, s.labels); }
+  model::Labels LabelsOf(const HeadSeries& s) const { return ExpandLabels(symbols_, s.labels); }
 
   // The refs of the series whose labels satisfy every matcher, sorted.
-  std::vector<std::uint64_t> Match(const std::vector<Matcher>& matchers) const;
+  std::vector<std::uint64_t> Match(const std::vector<model::Matcher>& matchers) const;
 
   // Every series' ref, sorted.
   std::vector<SeriesRef> SortedRefs() const;

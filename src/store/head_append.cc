@@ -11,13 +11,13 @@
 
 namespace gpucanary::store {
 
-Result<SeriesRef> Store::Impl::GetOrCreate(const Labels& labels) {
-  const std::uint64_t hash = LabelsHash(labels);
+Result<SeriesRef> Store::Impl::GetOrCreate(const model::Labels& labels) {
+  const std::uint64_t hash = model::LabelsHash(labels);
   {
     auto lock = ReadLock();
     if (SeriesRef ref = head_.Lookup(labels, hash); ref != 0) return ref;
   }
-  if (Status s = ValidateLabels(labels); !s.ok()) return Error(s);
+  if (Status s = model::ValidateLabels(labels); !s.ok()) return Error(s);
   std::unique_lock lock(mu_);
   if (SeriesRef ref = head_.Lookup(labels, hash); ref != 0) return ref;
   if (head_.live_series() >= options_.max_series) {
@@ -56,10 +56,10 @@ void Store::Impl::AcceptBatch(const std::vector<PendingSample>& batch, CommitRes
       (dup ? result.duplicates : result.out_of_order)++;
       ++samples_rejected_;
       if (result.first_error.ok()) {
-        result.first_error =
-            Status(dup ? StatusCode::kInvalidArgument : StatusCode::kOutOfRange,
-                   std::string(dup ? "duplicate sample for timestamp" : "out of order sample") +
-                       " " + LabelsToString(head_.LabelsOf(*s)) + " at " + std::to_string(p.t));
+        result.first_error = Status(
+            dup ? StatusCode::kInvalidArgument : StatusCode::kOutOfRange,
+            std::string(dup ? "duplicate sample for timestamp" : "out of order sample") + " " +
+                model::LabelsToString(head_.LabelsOf(*s)) + " at " + std::to_string(p.t));
       }
       continue;
     }
@@ -125,7 +125,9 @@ class Store::AppenderImpl : public Appender {
  public:
   explicit AppenderImpl(Store::Impl& store) : store_(store) {}
 
-  Result<SeriesRef> Series(const Labels& labels) override { return store_.GetOrCreate(labels); }
+  Result<SeriesRef> Series(const model::Labels& labels) override {
+    return store_.GetOrCreate(labels);
+  }
 
   Status Append(SeriesRef ref, std::int64_t t_ms, double value) override {
     if (!store_.Exists(ref)) {

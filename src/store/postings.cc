@@ -18,18 +18,18 @@ std::uint32_t Symbols::Find(std::string_view s) const {
   return it == ids_.end() ? kNone : it->second;
 }
 
-SymLabels InternLabels(Symbols& symbols, const Labels& labels) {
+SymLabels InternLabels(Symbols& symbols, const model::Labels& labels) {
   SymLabels out;
   out.reserve(labels.size() * 2);
-  for (const Label& l : labels) {
+  for (const model::Label& l : labels) {
     out.push_back(symbols.Intern(l.name));
     out.push_back(symbols.Intern(l.value));
   }
   return out;
 }
 
-Labels ExpandLabels(const Symbols& symbols, const SymLabels& labels) {
-  Labels out;
+model::Labels ExpandLabels(const Symbols& symbols, const SymLabels& labels) {
+  model::Labels out;
   out.reserve(labels.size() / 2);
   for (std::size_t i = 0; i + 1 < labels.size(); i += 2) {
     out.push_back({std::string(symbols.Get(labels[i])), std::string(symbols.Get(labels[i + 1]))});
@@ -63,15 +63,15 @@ std::vector<std::uint64_t> Intersect(const std::vector<std::uint64_t>& a,
 }  // namespace
 
 std::vector<std::uint64_t> Postings::Match(
-    const Symbols& symbols, const std::vector<Matcher>& matchers,
+    const Symbols& symbols, const std::vector<model::Matcher>& matchers,
     const std::function<const SymLabels&(std::uint64_t)>& labels_of,
     const std::vector<std::uint64_t>& all_ids) const {
   // Matchers that cannot match an absent label narrow through the postings;
   // the others are checked on each candidate.
   bool narrowed = false;
   std::vector<std::uint64_t> candidates;
-  std::vector<const Matcher*> residual;
-  for (const Matcher& m : matchers) {
+  std::vector<const model::Matcher*> residual;
+  for (const model::Matcher& m : matchers) {
     if (m.MatchesEmpty()) {
       residual.push_back(&m);
       continue;
@@ -80,7 +80,7 @@ std::vector<std::uint64_t> Postings::Match(
     const std::uint32_t name = symbols.Find(m.name());
     auto by_name = name == Symbols::kNone ? lists_.end() : lists_.find(name);
     if (by_name != lists_.end()) {
-      if (m.type() == Matcher::Type::kEqual) {
+      if (m.type() == model::Matcher::Type::kEqual) {
         const std::uint32_t value = symbols.Find(m.value());
         if (auto it = by_name->second.find(value); it != by_name->second.end()) ids = it->second;
       } else {
@@ -103,7 +103,7 @@ std::vector<std::uint64_t> Postings::Match(
   for (std::uint64_t id : candidates) {
     const SymLabels& labels = labels_of(id);
     bool ok = true;
-    for (const Matcher* m : residual) {
+    for (const model::Matcher* m : residual) {
       if (!m->Matches(SymLabelValue(symbols, labels, m->name()))) {
         ok = false;
         break;

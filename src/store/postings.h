@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "store/labels.h"
-#include "store/matcher.h"
+#include "model/labels.h"
+#include "model/matcher.h"
 
 namespace gpucanary::store {
 
@@ -36,8 +36,8 @@ class Symbols {
 // A label set as interned (name, value) id pairs, sorted by name.
 using SymLabels = std::vector<std::uint32_t>;
 
-SymLabels InternLabels(Symbols& symbols, const Labels& labels);
-Labels ExpandLabels(const Symbols& symbols, const SymLabels& labels);
+SymLabels InternLabels(Symbols& symbols, const model::Labels& labels);
+model::Labels ExpandLabels(const Symbols& symbols, const SymLabels& labels);
 
 class Postings {
  public:
@@ -47,7 +47,8 @@ class Postings {
 
   // Ids of the series whose labels satisfy every matcher, sorted. `labels_of`
   // gives a candidate's label set (for matchers the postings cannot decide).
-  std::vector<std::uint64_t> Match(const Symbols& symbols, const std::vector<Matcher>& matchers,
+  std::vector<std::uint64_t> Match(const Symbols& symbols,
+                                   const std::vector<model::Matcher>& matchers,
                                    const std::function<const SymLabels&(std::uint64_t)>& labels_of,
                                    const std::vector<std::uint64_t>& all_ids) const;
 

@@ -75,7 +75,7 @@ class QueryBuilder {
     }
     return h;
   }
-  static bool Same(const Labels& labels, const Symbols& symbols, const SymLabels& sym) {
+  static bool Same(const model::Labels& labels, const Symbols& symbols, const SymLabels& sym) {
     if (labels.size() * 2 != sym.size()) return false;
     for (std::size_t i = 0; i < labels.size(); ++i) {
       if (labels[i].name != symbols.Get(sym[2 * i]) ||
@@ -91,8 +91,8 @@ class QueryBuilder {
   std::unordered_map<std::uint64_t, std::size_t> first_;
 };
 
-Result<QueryResult> Store::Impl::Query(const std::vector<Matcher>& matchers, std::int64_t mint,
-                                       std::int64_t maxt) const {
+Result<QueryResult> Store::Impl::Query(const std::vector<model::Matcher>& matchers,
+                                       std::int64_t mint, std::int64_t maxt) const {
   auto lock = ReadLock();
   QueryResult result;
   result.mint = mint;
@@ -107,7 +107,7 @@ Result<QueryResult> Store::Impl::Query(const std::vector<Matcher>& matchers, std
 
 // The sealed segments' chunks in [result.mint, result.maxt], through each
 // segment's index (loaded on demand, most recently used last in index_lru_).
-Status Store::Impl::QuerySealed(const std::vector<Matcher>& matchers, QueryBuilder& builder,
+Status Store::Impl::QuerySealed(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
                                 QueryResult& result) const {
   const std::int64_t mint = result.mint;
   const std::int64_t maxt = result.maxt;
@@ -141,7 +141,7 @@ Status Store::Impl::QuerySealed(const std::vector<Matcher>& matchers, QueryBuild
 
 // The head's chunks in the active segment (through its mapping) and a copy
 // of each open chunk that overlaps [result.mint, result.maxt].
-Status Store::Impl::QueryHead(const std::vector<Matcher>& matchers, QueryBuilder& builder,
+Status Store::Impl::QueryHead(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
                               QueryResult& result) const {
   const std::int64_t mint = result.mint;
   const std::int64_t maxt = result.maxt;
@@ -176,12 +176,12 @@ void Store::Impl::TrimIndexCache() const {
 
 // --- The read API over Query.
 
-Result<QueryResult> Store::Query(const std::vector<Matcher>& matchers, std::int64_t mint,
+Result<QueryResult> Store::Query(const std::vector<model::Matcher>& matchers, std::int64_t mint,
                                  std::int64_t maxt) const {
   return impl_->Query(matchers, mint, maxt);
 }
 
-Result<std::vector<SeriesSamples>> Store::Select(const std::vector<Matcher>& matchers,
+Result<std::vector<SeriesSamples>> Store::Select(const std::vector<model::Matcher>& matchers,
                                                  std::int64_t mint, std::int64_t maxt) const {
   auto q = impl_->Query(matchers, mint, maxt);
   if (!q) return Error(q.error());
@@ -197,11 +197,11 @@ Result<std::vector<SeriesSamples>> Store::Select(const std::vector<Matcher>& mat
   return out;
 }
 
-Result<std::vector<Labels>> Store::SeriesIn(const std::vector<Matcher>& matchers, std::int64_t mint,
-                                            std::int64_t maxt) const {
+Result<std::vector<model::Labels>> Store::SeriesIn(const std::vector<model::Matcher>& matchers,
+                                                   std::int64_t mint, std::int64_t maxt) const {
   auto q = impl_->Query(matchers, mint, maxt);
   if (!q) return Error(q.error());
-  std::vector<Labels> out;
+  std::vector<model::Labels> out;
   out.reserve(q->series.size());
   for (SeriesData& s : q->series) out.push_back(std::move(s.labels));
   return out;
@@ -211,8 +211,8 @@ Result<std::vector<std::string>> Store::LabelNames(std::int64_t mint, std::int64
   auto series = SeriesIn({}, mint, maxt);
   if (!series) return Error(series.error());
   std::vector<std::string> out;
-  for (const Labels& labels : *series) {
-    for (const Label& l : labels) out.push_back(l.name);
+  for (const model::Labels& labels : *series) {
+    for (const model::Label& l : labels) out.push_back(l.name);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -224,8 +224,8 @@ Result<std::vector<std::string>> Store::LabelValues(std::string_view name, std::
   auto series = SeriesIn({}, mint, maxt);
   if (!series) return Error(series.error());
   std::vector<std::string> out;
-  for (const Labels& labels : *series) {
-    const std::string_view v = LabelValue(labels, name);
+  for (const model::Labels& labels : *series) {
+    const std::string_view v = model::LabelValue(labels, name);
     if (!v.empty()) out.emplace_back(v);
   }
   std::sort(out.begin(), out.end());

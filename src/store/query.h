@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/labels.h"
 #include "store/chunk.h"
-#include "store/labels.h"
 
 namespace gpucanary::store {
 
 struct SeriesSamples {
-  Labels labels;
+  model::Labels labels;
   std::vector<Sample> samples;  // time order, exact bits, staleness markers kept
 };
 
@@ -35,7 +35,7 @@ struct ChunkView {
 // One series' data in a query's range, not yet decoded: sealed chunks in
 // time order and a copy of its open chunk's stream.
 struct SeriesData {
-  Labels labels;
+  model::Labels labels;
   std::vector<ChunkView> chunks;
   std::string open_stream;
   std::size_t open_samples = 0;

@@ -92,7 +92,7 @@ void Store::Impl::AttachActiveRecord(std::uint8_t type, std::string_view payload
   std::uint64_t ref = 0;
   if (!GetVarint(payload, pos, ref)) return;
   if (type == kSegSeriesRecord) {
-    Labels labels;
+    model::Labels labels;
     if (GetLabels(payload, pos, labels)) {
       HeadSeries& s = head_.Create(ref, labels);
       s.in_active_segment = true;
@@ -143,8 +143,8 @@ Status Store::Impl::ReplayCheckpoint(std::uint32_t n) {
 
 void Store::Impl::ReplayWalRecord(std::uint8_t type, std::string_view payload) {
   if (type == kSeriesRecord) {
-    ForEachWalSeries(payload,
-                     [&](SeriesRef ref, const Labels& labels) { head_.Create(ref, labels); });
+    ForEachWalSeries(
+        payload, [&](SeriesRef ref, const model::Labels& labels) { head_.Create(ref, labels); });
   } else if (type == kSamplesRecord) {
     ForEachWalSample(payload, [&](std::int64_t ref, std::int64_t t, std::uint64_t bits) {
       HeadSeries* s = ref >= 0 ? head_.Find(static_cast<SeriesRef>(ref)) : nullptr;

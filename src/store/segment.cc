@@ -59,20 +59,20 @@ std::string SegmentFileName(std::uint32_t id) {
   return buf;
 }
 
-void PutLabels(std::string& out, const Labels& labels) {
+void PutLabels(std::string& out, const model::Labels& labels) {
   PutVarint(out, labels.size());
-  for (const Label& l : labels) {
+  for (const model::Label& l : labels) {
     PutStr(out, l.name);
     PutStr(out, l.value);
   }
 }
 
-bool GetLabels(std::string_view in, std::size_t& pos, Labels& labels) {
+bool GetLabels(std::string_view in, std::size_t& pos, model::Labels& labels) {
   std::uint64_t n = 0;
   if (!GetVarint(in, pos, n) || n > in.size() - pos) return false;
   labels.clear();
   labels.resize(n);
-  for (Label& l : labels) {
+  for (model::Label& l : labels) {
     if (!GetStr(in, pos, l.name) || !GetStr(in, pos, l.value)) return false;
   }
   return true;
@@ -128,7 +128,7 @@ Result<std::shared_ptr<SegmentIndex>> ReadSegmentIndex(const std::filesystem::pa
       !GetVarint(body, pos, nseries) || nseries > body.size()) {
     return Error(Corrupt(path, "truncated header"));
   }
-  Labels labels;
+  model::Labels labels;
   for (std::uint64_t i = 0; i < nseries; ++i) {
     std::uint64_t nchunks = 0;
     if (!GetLabels(body, pos, labels) || !GetVarint(body, pos, nchunks) ||
@@ -168,7 +168,7 @@ Result<std::vector<IndexEntry>> ScanSegment(const std::filesystem::path& path,
                   return Corrupt(path, "record without a series ref");
                 }
                 if (type == kSegSeriesRecord) {
-                  Labels labels;
+                  model::Labels labels;
                   if (!GetLabels(payload, pos, labels)) {
                     return Corrupt(path, "bad series record");
                   }

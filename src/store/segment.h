@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/labels.h"
 #include "store/file.h"
-#include "store/labels.h"
 #include "store/postings.h"
 
 namespace gpucanary::store {
@@ -33,8 +33,8 @@ struct ChunkLoc {
 };
 
 // Label sets in record payloads: nlabels:varint {name:str value:str}*.
-void PutLabels(std::string& out, const Labels& labels);
-bool GetLabels(std::string_view in, std::size_t& pos, Labels& labels);
+void PutLabels(std::string& out, const model::Labels& labels);
+bool GetLabels(std::string_view in, std::size_t& pos, model::Labels& labels);
 
 // seg_chunk payload prefix: ref, mint, maxt; the chunk follows.
 void PutSegChunkHeader(std::string& out, std::uint64_t ref, std::int64_t mint, std::int64_t maxt);
@@ -52,7 +52,7 @@ struct SegmentIndex {
 };
 
 struct IndexEntry {
-  Labels labels;
+  model::Labels labels;
   std::vector<ChunkLoc> chunks;
 };
 

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/labels.h"
+#include "model/matcher.h"
 #include "store/appender.h"
 #include "store/chunk.h"
-#include "store/labels.h"
-#include "store/matcher.h"
 #include "store/query.h"
 
 namespace gpucanary::store {
@@ -84,17 +84,17 @@ class Store : public Appendable {
   // Every series matching all `matchers` with data in [mint, maxt] (ms,
   // inclusive), undecoded. Errors: kIoError or kParseError (an index on disk
   // unreadable).
-  Result<QueryResult> Query(const std::vector<Matcher>& matchers, std::int64_t mint,
+  Result<QueryResult> Query(const std::vector<model::Matcher>& matchers, std::int64_t mint,
                             std::int64_t maxt) const;
 
   // Query, decoded: every matching series with at least one sample in the
   // range, with those samples, sorted by labels.
-  Result<std::vector<SeriesSamples>> Select(const std::vector<Matcher>& matchers, std::int64_t mint,
-                                            std::int64_t maxt) const;
+  Result<std::vector<SeriesSamples>> Select(const std::vector<model::Matcher>& matchers,
+                                            std::int64_t mint, std::int64_t maxt) const;
 
   // Label sets of the matching series with data in [mint, maxt], sorted.
-  Result<std::vector<Labels>> SeriesIn(const std::vector<Matcher>& matchers, std::int64_t mint,
-                                       std::int64_t maxt) const;
+  Result<std::vector<model::Labels>> SeriesIn(const std::vector<model::Matcher>& matchers,
+                                              std::int64_t mint, std::int64_t maxt) const;
 
   // Label names / the values of one label over series with data in the range.
   Result<std::vector<std::string>> LabelNames(std::int64_t mint, std::int64_t maxt) const;

@@ -60,11 +60,11 @@ class Store::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  Status Open();                                        // recovery.cc
-  Result<SeriesRef> GetOrCreate(const Labels& labels);  // head_append.cc
+  Status Open();                                               // recovery.cc
+  Result<SeriesRef> GetOrCreate(const model::Labels& labels);  // head_append.cc
   bool Exists(SeriesRef ref) const { return head_.Exists(ref); }
   Result<CommitResult> Commit(const std::vector<PendingSample>& batch);  // head_append.cc
-  Result<QueryResult> Query(const std::vector<Matcher>& matchers, std::int64_t mint,
+  Result<QueryResult> Query(const std::vector<model::Matcher>& matchers, std::int64_t mint,
                             std::int64_t maxt) const;  // query.cc
   Status ApplyRetention(std::int64_t now_ms);          // retention.cc
   Status Checkpoint();                                 // checkpoint.cc
@@ -99,9 +99,9 @@ class Store::Impl {
   Status CheckpointOrRotateWalIfDue();
 
   // query.cc
-  Status QuerySealed(const std::vector<Matcher>& matchers, QueryBuilder& builder,
+  Status QuerySealed(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
                      QueryResult& result) const;
-  Status QueryHead(const std::vector<Matcher>& matchers, QueryBuilder& builder,
+  Status QueryHead(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
                    QueryResult& result) const;
   void TrimIndexCache() const;
 

@@ -48,10 +48,10 @@ class StoreTest : public ::testing::Test {
     return s ? std::move(*s) : nullptr;
   }
 
-  static Labels Gpu(const std::string& host, int gpu,
-                    const std::string& name = "DCGM_FI_DEV_SM_CLOCK") {
-    Labels l = {{"Hostname", host}, {"__name__", name}, {"gpu", std::to_string(gpu)}};
-    SortLabels(l);
+  static model::Labels Gpu(const std::string& host, int gpu,
+                           const std::string& name = "DCGM_FI_DEV_SM_CLOCK") {
+    model::Labels l = {{"Hostname", host}, {"__name__", name}, {"gpu", std::to_string(gpu)}};
+    model::SortLabels(l);
     return l;
   }
   static double Value(int series, int i) {
@@ -79,14 +79,15 @@ class StoreTest : public ::testing::Test {
   // Checks that every series holds exactly seconds [from_s, to_s).
   static void ExpectFilled(const Store& store, int series, int from_s, int to_s) {
     auto got = store.Select(
-        {*Matcher::Make(Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_SM_CLOCK")}, 0, 1LL << 50);
+        {*model::Matcher::Make(model::Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_SM_CLOCK")},
+        0, 1LL << 50);
     ASSERT_TRUE(got.has_value()) << got.error().ToString();
     ASSERT_EQ(got->size(), static_cast<std::size_t>(series));
     for (const SeriesSamples& s : *got) {
-      const int k = std::stoi(std::string(LabelValue(s.labels, "Hostname")).substr(5)) * 8 +
-                    std::stoi(std::string(LabelValue(s.labels, "gpu")));
+      const int k = std::stoi(std::string(model::LabelValue(s.labels, "Hostname")).substr(5)) * 8 +
+                    std::stoi(std::string(model::LabelValue(s.labels, "gpu")));
       ASSERT_EQ(s.samples.size(), static_cast<std::size_t>(to_s - from_s))
-          << LabelsToString(s.labels);
+          << model::LabelsToString(s.labels);
       for (int i = from_s; i < to_s; ++i) {
         const Sample& smp = s.samples[static_cast<std::size_t>(i - from_s)];
         ASSERT_EQ(smp.t, i * 1000LL);
@@ -109,7 +110,8 @@ TEST_F(StoreTest, SamplesComeBackExactlyFromHeadChunksAndSealedSegments) {
   EXPECT_EQ(st.samples_appended, 16000U);
   ExpectFilled(*store, 16, 0, 1000);
   // A window inside: exactly its samples.
-  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "3")}, 100500, 200000);
+  auto got = store->Select({*model::Matcher::Make(model::Matcher::Type::kEqual, "gpu", "3")},
+                           100500, 200000);
   ASSERT_TRUE(got.has_value());
   ASSERT_EQ(got->size(), 2U);  // node-0/3 and node-1/3
   EXPECT_EQ((*got)[0].samples.size(), 100U);
@@ -216,7 +218,8 @@ TEST_F(StoreTest, OutOfOrderAndDuplicatesAreRejectedOneByOne) {
   EXPECT_EQ(r->first_error.code(), StatusCode::kOutOfRange);
   EXPECT_NE(r->first_error.message().find("out of order sample"), std::string::npos);
   EXPECT_EQ(app->Append(12345, 1, 1).code(), StatusCode::kNotFound);
-  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "1")}, 0, 10000);
+  auto got =
+      store->Select({*model::Matcher::Make(model::Matcher::Type::kEqual, "gpu", "1")}, 0, 10000);
   ASSERT_EQ(got->size(), 1U);
   ASSERT_EQ((*got)[0].samples.size(), 2U);
   EXPECT_EQ((*got)[0].samples[1].v, 3);
@@ -229,17 +232,19 @@ TEST_F(StoreTest, RollbackDropsTheBatch) {
   ASSERT_TRUE(app->Append(a, 1000, 1).ok());
   app->Rollback();
   ASSERT_TRUE(app->Commit()->first_error.ok());
-  EXPECT_TRUE(store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "0")}, 0, 1e9)->empty());
+  EXPECT_TRUE(
+      store->Select({*model::Matcher::Make(model::Matcher::Type::kEqual, "gpu", "0")}, 0, 1e9)
+          ->empty());
 }
 
 TEST_F(StoreTest, BadLabelsAreRefusedWithTheirName) {
   auto store = OpenStore(Options());
   auto app = store->NewAppender();
-  Labels dup = {{"__name__", "x"}, {"gpu", "1"}, {"gpu", "2"}};
+  model::Labels dup = {{"__name__", "x"}, {"gpu", "1"}, {"gpu", "2"}};
   EXPECT_EQ(app->Series(dup).error().message(), "label 2 'gpu': duplicate name");
-  Labels empty = {{"__name__", "x"}, {"gpu", ""}};
+  model::Labels empty = {{"__name__", "x"}, {"gpu", ""}};
   EXPECT_EQ(app->Series(empty).error().message(), "label 1 'gpu': empty value");
-  Labels no_name = {{"gpu", "1"}};
+  model::Labels no_name = {{"gpu", "1"}};
   EXPECT_EQ(app->Series(no_name).error().message(), "no __name__ label");
 }
 
@@ -247,7 +252,7 @@ TEST_F(StoreTest, MatchersSelectLikePromQL) {
   auto store = OpenStore(Options());
   Fill(*store, 16, 0, 5);  // node-0 and node-1, gpus 0-7
   auto count = [&](const std::string& selector) -> int {
-    auto m = ParseSelector(selector);
+    auto m = model::ParseSelector(selector);
     EXPECT_TRUE(m.has_value()) << selector << ": " << m.error().ToString();
     if (!m) return -1;
     auto got = store->Select(*m, 0, 1e9);
@@ -265,24 +270,24 @@ TEST_F(StoreTest, MatchersSelectLikePromQL) {
 }
 
 TEST(ExactAlternationTest, MatchesExactlyTheValuesMetacharactersIncluded) {
-  const std::string regex = ExactAlternation({"node-1", "gpu.a", "x|y", "(z)"});
+  const std::string regex = model::ExactAlternation({"node-1", "gpu.a", "x|y", "(z)"});
   EXPECT_EQ(regex, R"(node-1|gpu\.a|x\|y|\(z\))");
-  auto m = Matcher::Make(Matcher::Type::kRegex, "Hostname", regex);
+  auto m = model::Matcher::Make(model::Matcher::Type::kRegex, "Hostname", regex);
   ASSERT_TRUE(m.has_value());
   for (const char* yes : {"node-1", "gpu.a", "x|y", "(z)"}) EXPECT_TRUE(m->Matches(yes)) << yes;
   for (const char* no : {"node-10", "gpuXa", "x", "y", "z", ""}) EXPECT_FALSE(m->Matches(no)) << no;
-  EXPECT_EQ(ExactAlternation({}), "");
+  EXPECT_EQ(model::ExactAlternation({}), "");
 }
 
 TEST_F(StoreTest, SelectorErrorsSayWhere) {
-  EXPECT_EQ(ParseSelector(R"(up{job="x")").error().message(), "1:11: expected ',' or '}'");
-  EXPECT_EQ(ParseSelector(R"(up{job~"x"})").error().message(),
+  EXPECT_EQ(model::ParseSelector(R"(up{job="x")").error().message(), "1:11: expected ',' or '}'");
+  EXPECT_EQ(model::ParseSelector(R"(up{job~"x"})").error().message(),
             "1:7: expected '=', '!=', '=~' or '!~'");
-  EXPECT_EQ(ParseSelector(R"({job="", gpu!~"1"})").error().message(),
+  EXPECT_EQ(model::ParseSelector(R"({job="", gpu!~"1"})").error().message(),
             "vector selector must contain at least one non-empty matcher");
-  EXPECT_NE(ParseSelector(R"({job=~"(("})").error().message().find("1:7: bad regex"),
+  EXPECT_NE(model::ParseSelector(R"({job=~"(("})").error().message().find("1:7: bad regex"),
             std::string::npos);
-  EXPECT_EQ(ParseSelector(R"(up{job="\q"})").error().message(),
+  EXPECT_EQ(model::ParseSelector(R"(up{job="\q"})").error().message(),
             "1:9: unknown escape sequence '\\q'");
 }
 
@@ -295,7 +300,8 @@ TEST_F(StoreTest, StaleMarkersAndNaNsKeepTheirBits) {
   ASSERT_TRUE(app->Commit()->first_error.ok());
   store.reset();
   store = OpenStore(Options());
-  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "0")}, 0, 1e9);
+  auto got =
+      store->Select({*model::Matcher::Make(model::Matcher::Type::kEqual, "gpu", "0")}, 0, 1e9);
   ASSERT_EQ((*got)[0].samples.size(), 4U);
   EXPECT_TRUE(IsStaleNaN((*got)[0].samples[1].v));
   EXPECT_TRUE(std::isnan((*got)[0].samples[2].v));
@@ -315,7 +321,8 @@ TEST_F(StoreTest, RetentionDropsOldSegmentsByAgeAndBySize) {
   EXPECT_LT(after.segments, before.segments);
   EXPECT_GE(after.min_time, (1200 - 300 - 600) * 1000);  // whole segments go
   // Everything newer than the cut is still there, in order.
-  auto got = store->Select({*Matcher::Make(Matcher::Type::kEqual, "gpu", "0")}, 0, 1LL << 50);
+  auto got = store->Select({*model::Matcher::Make(model::Matcher::Type::kEqual, "gpu", "0")}, 0,
+                           1LL << 50);
   ASSERT_EQ(got->size(), 1U);
   EXPECT_EQ((*got)[0].samples.back().t, 1199000);
   EXPECT_LE((*got)[0].samples.front().t, 900 * 1000);

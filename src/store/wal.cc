@@ -56,7 +56,7 @@ Status Wal::OpenSegment(std::uint32_t n) {
   return Status::Ok();
 }
 
-void Wal::QueueSeries(SeriesRef ref, const Labels& labels) {
+void Wal::QueueSeries(SeriesRef ref, const model::Labels& labels) {
   AppendSeriesRecord(pending_series_, ref, labels);
 }
 

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/labels.h"
 #include "store/appender.h"
 #include "store/file.h"
-#include "store/labels.h"
 #include "store/record_log.h"
 
 namespace gpucanary::store {
@@ -53,7 +53,7 @@ class Wal {
 
   // Queues the series record of a new series: it is written ahead of the
   // next batch's samples.
-  void QueueSeries(SeriesRef ref, const Labels& labels);
+  void QueueSeries(SeriesRef ref, const model::Labels& labels);
   // Writes the queued series records and then, unless `samples_payload` is
   // empty, a samples record with it, in one write. Errors: kIoError; then
   // nothing of it is in the segment and the series records stay queued.

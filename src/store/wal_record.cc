@@ -4,7 +4,7 @@
 
 namespace gpucanary::store {
 
-void AppendSeriesRecord(std::string& out, SeriesRef ref, const Labels& labels) {
+void AppendSeriesRecord(std::string& out, SeriesRef ref, const model::Labels& labels) {
   std::string payload;
   PutVarint(payload, 1);
   PutVarint(payload, ref);
@@ -25,7 +25,7 @@ void EncodeSamples(std::span<const PendingSample* const> samples, std::string& p
   }
 }
 
-void CheckpointBuilder::Add(SeriesRef ref, const Labels& labels, const OpenChunk& open) {
+void CheckpointBuilder::Add(SeriesRef ref, const model::Labels& labels, const OpenChunk& open) {
   payload_.clear();
   PutVarint(payload_, ref);
   PutLabels(payload_, labels);

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "model/labels.h"
 #include "store/appender.h"
 #include "store/bits.h"
 #include "store/chunk.h"
-#include "store/labels.h"
 #include "store/segment.h"
 
 namespace gpucanary::store {
@@ -34,7 +34,7 @@ struct PendingSample {
 };
 
 // Appends a framed series record (type 1) naming one series.
-void AppendSeriesRecord(std::string& out, SeriesRef ref, const Labels& labels);
+void AppendSeriesRecord(std::string& out, SeriesRef ref, const model::Labels& labels);
 
 // Appends a samples payload (type 2) for `samples` (1 or more) to `payload`:
 // count, then per sample ref and t as deltas from the previous one, and the
@@ -48,11 +48,11 @@ void ForEachWalSeries(std::string_view payload, Fn&& fn) {
   std::size_t pos = 0;
   std::uint64_t count = 0;
   if (!GetVarint(payload, pos, count)) return;
-  Labels labels;
+  model::Labels labels;
   for (std::uint64_t i = 0; i < count; ++i) {
     std::uint64_t ref = 0;
     if (!GetVarint(payload, pos, ref) || !GetLabels(payload, pos, labels)) break;
-    fn(static_cast<SeriesRef>(ref), static_cast<const Labels&>(labels));
+    fn(static_cast<SeriesRef>(ref), static_cast<const model::Labels&>(labels));
   }
 }
 
@@ -86,7 +86,7 @@ class CheckpointBuilder {
  public:
   CheckpointBuilder() : out_(kCheckpointMagic) {}
   // Adds a series with its open chunk's samples (none when `open` is empty).
-  void Add(SeriesRef ref, const Labels& labels, const OpenChunk& open);
+  void Add(SeriesRef ref, const model::Labels& labels, const OpenChunk& open);
   const std::string& bytes() const { return out_; }
 
  private:
@@ -100,7 +100,7 @@ class CheckpointBuilder {
 // "Chunks").
 struct CheckpointSeries {
   SeriesRef ref = 0;
-  Labels labels;
+  model::Labels labels;
   bool has_chunk = false;
   std::string_view chunk;
 };

@@ -14,7 +14,7 @@ TEST(GpuSnapshotTest, GroupsRealScrapeByGpu) {
   auto r = expfmt::ReadFile(
       std::string(GPUCANARY_SHARED_DIR) + "/data/dcgm-samples/h100x8-gpu-operator-k8s-aicr.txt",
       expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) { snap.Add(s); });
+      [&](const expfmt::SampleView& s, std::string_view, model::MetricType) { snap.Add(s); });
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(snap.gpus().size(), 8u);
   const auto& [key, g0] = *snap.gpus().begin();

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "analysis/correlate/correlate_internal.h"
-#include "store/matcher.h"
+#include "model/matcher.h"
 
 namespace gpucanary::analysis::correlate {
 namespace {
@@ -32,17 +32,17 @@ std::vector<int> ReleaseNodes(const releases::Release& r, const FleetSeries& fle
     }
     return out;
   }
-  std::vector<store::Matcher> host_matchers;
+  std::vector<model::Matcher> host_matchers;
   if (!r.selector.empty()) {
-    if (Result<std::vector<store::Matcher>> m = store::ParseSelector(r.selector)) {
-      for (const store::Matcher& x : *m) {
+    if (Result<std::vector<model::Matcher>> m = model::ParseSelector(r.selector)) {
+      for (const model::Matcher& x : *m) {
         if (x.name() == "Hostname" || x.name() == "hostname") host_matchers.push_back(x);
       }
     }
   }
   for (std::size_t n = 0; n < fleet.nodes.size(); ++n) {
     bool ok = true;
-    for (const store::Matcher& m : host_matchers) ok &= m.Matches(fleet.nodes[n].host);
+    for (const model::Matcher& m : host_matchers) ok &= m.Matches(fleet.nodes[n].host);
     if (ok) out.push_back(static_cast<int>(n));
   }
   return out;

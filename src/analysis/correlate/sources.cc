@@ -6,15 +6,15 @@
 #include "analysis/correlate/correlate.h"
 #include "analysis/live/series_source.h"
 #include "analysis/live/store_source.h"
-#include "store/matcher.h"
+#include "model/matcher.h"
 
 namespace gpucanary::analysis::correlate {
 namespace {
 
 // {__name__=~"DCGM_FI_DEV_SM_CLOCK|..."}: the series the correlation reads.
-Result<store::Matcher> NameMatcher() {
-  return store::Matcher::Make(store::Matcher::Type::kRegex, "__name__",
-                              store::ExactAlternation(CorrelateInputNames()));
+Result<model::Matcher> NameMatcher() {
+  return model::Matcher::Make(model::Matcher::Type::kRegex, "__name__",
+                              model::ExactAlternation(CorrelateInputNames()));
 }
 
 }  // namespace
@@ -22,7 +22,7 @@ Result<store::Matcher> NameMatcher() {
 Result<std::unique_ptr<Replay>> FetchPrometheusReplay(const std::string& url,
                                                       const promql::ClientOptions& client,
                                                       std::int64_t from_s, std::int64_t to_s) {
-  Result<store::Matcher> names = NameMatcher();
+  Result<model::Matcher> names = NameMatcher();
   if (!names) return Error(names.error());
   Result<promql::QueryResult> fetched =
       promql::QueryRaw(url, "{" + names->ToString() + "}", from_s * 1000, to_s * 1000 - 1, client);
@@ -32,7 +32,7 @@ Result<std::unique_ptr<Replay>> FetchPrometheusReplay(const std::string& url,
 
 Result<std::unique_ptr<Replay>> OpenStoreCorrelationReplay(const store::Store& store,
                                                            std::int64_t from_s, std::int64_t to_s) {
-  Result<store::Matcher> names = NameMatcher();
+  Result<model::Matcher> names = NameMatcher();
   if (!names) return Error(names.error());
   std::vector<StoreTickSource*> sources;
   auto replay =

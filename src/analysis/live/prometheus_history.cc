@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "dcgm/fields.h"
-#include "store/matcher.h"
+#include "model/matcher.h"
 
 namespace gpucanary::analysis {
 namespace {
@@ -22,8 +22,8 @@ std::vector<std::string> SortedUnique(std::vector<std::string> values) {
 std::string HistorySelector(const std::string& host_label, const std::vector<std::string>& hosts,
                             const std::vector<std::string>& names) {
   std::string selector = "{";
-  auto host = store::Matcher::Make(store::Matcher::Type::kRegex, host_label,
-                                   store::ExactAlternation(SortedUnique(hosts)));
+  auto host = model::Matcher::Make(model::Matcher::Type::kRegex, host_label,
+                                   model::ExactAlternation(SortedUnique(hosts)));
   GC_CHECK(host.has_value(), "quoted host names are a valid regex");
   selector += host->ToString();
   if (!names.empty()) {
@@ -37,8 +37,8 @@ std::string HistorySelector(const std::string& host_label, const std::vector<std
         if (!f->dcgm46_name.empty()) unique.emplace(f->dcgm46_name);
       }
     }
-    auto name = store::Matcher::Make(store::Matcher::Type::kRegex, "__name__",
-                                     store::ExactAlternation({unique.begin(), unique.end()}));
+    auto name = model::Matcher::Make(model::Matcher::Type::kRegex, "__name__",
+                                     model::ExactAlternation({unique.begin(), unique.end()}));
     GC_CHECK(name.has_value(), "quoted metric names are a valid regex");
     selector += "," + name->ToString();
   }

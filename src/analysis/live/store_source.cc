@@ -13,20 +13,20 @@ namespace {
 
 // The exposition type the series would have had, from its name and labels
 // (the store keeps none); `family` is the histogram family for buckets.
-expfmt::MetricType InferType(const expfmt::SampleView& sample, std::string_view& family) {
+model::MetricType InferType(const expfmt::SampleView& sample, std::string_view& family) {
   const std::string_view name = sample.name;
   family = name;
   if (name.ends_with("_bucket") && sample.Label("le")) {
     family = name.substr(0, name.size() - 7);
-    return expfmt::MetricType::kHistogram;
+    return model::MetricType::kHistogram;
   }
-  if (name.ends_with("_count") || name.ends_with("_sum")) return expfmt::MetricType::kHistogram;
-  return expfmt::MetricType::kUnknown;
+  if (name.ends_with("_count") || name.ends_with("_sum")) return model::MetricType::kHistogram;
+  return model::MetricType::kUnknown;
 }
 
 }  // namespace
 
-StoreTickSource::StoreTickSource(const store::Store& store, std::vector<store::Matcher> matchers,
+StoreTickSource::StoreTickSource(const store::Store& store, std::vector<model::Matcher> matchers,
                                  std::string name, int index, int reorder_window_s,
                                  std::int64_t from_s, SeriesSink& sink,
                                  std::shared_ptr<PrometheusHistory> history)
@@ -39,25 +39,25 @@ StoreTickSource::StoreTickSource(const store::Store& store, std::vector<store::M
 
 void StoreTickSource::SetReadyThrough(std::int64_t tick) { ready_ = std::max(ready_, tick); }
 
-Result<std::uint32_t> LabelledTickSource::SeriesOf(const store::Labels& labels) {
-  const std::uint64_t hash = FlatHashMap<std::uint32_t>::NonZero(store::LabelsHash(labels));
+Result<std::uint32_t> LabelledTickSource::SeriesOf(const model::Labels& labels) {
+  const std::uint64_t hash = FlatHashMap<std::uint32_t>::NonZero(model::LabelsHash(labels));
   bool inserted = false;
   std::uint32_t& slot = series_ids_.FindOrInsert(hash, inserted);
   if (!inserted) return slot;
   expfmt::SampleView view;
-  for (const store::Label& l : labels) {
-    if (l.name == store::kMetricNameLabel) {
+  for (const model::Label& l : labels) {
+    if (l.name == model::kMetricNameLabel) {
       view.name = l.value;
     } else {
       view.labels.push_back({l.name, l.value});
     }
   }
   std::string_view family;
-  const expfmt::MetricType type = InferType(view, family);
+  const model::MetricType type = InferType(view, family);
   Result<std::uint32_t> id = sink_.AddSeries(index_, view, family, type);
   if (!id) {
     return Error(id.error().code(),
-                 name_ + ": " + store::LabelsToString(labels) + ": " + id.error().message());
+                 name_ + ": " + model::LabelsToString(labels) + ": " + id.error().message());
   }
   slot = *id;  // nothing was inserted since: `slot` still refers to the entry
   return *id;
@@ -83,7 +83,7 @@ Status StoreTickSource::FileHistory(const store::QueryResult& result, std::int64
   // any sample of any of its series (a staleness marker too: it was scraped).
   std::map<std::string, std::int64_t, std::less<>> first_here;
   for (const store::SeriesData& series : result.series) {
-    const std::string_view host = store::LabelValue(series.labels, h.host_label());
+    const std::string_view host = model::LabelValue(series.labels, h.host_label());
     if (host.empty() || store_since_.contains(host)) continue;
     std::int64_t first = kNoTick;
     Status st = result.ForEach(series, [&](std::span<const store::Sample> run) {
@@ -98,7 +98,7 @@ Status StoreTickSource::FileHistory(const store::QueryResult& result, std::int64
   if (cursors_.empty() && !h.series().empty()) {
     for (std::size_t i = 0; i < h.series().size(); ++i) {
       cursors_.push_back({i, 0, kIgnoredSeries, false,
-                          std::string(store::LabelValue(h.series()[i].labels, h.host_label()))});
+                          std::string(model::LabelValue(h.series()[i].labels, h.host_label()))});
     }
   }
   for (HistoryCursor& c : cursors_) {

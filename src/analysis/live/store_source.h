@@ -39,7 +39,7 @@
 #include "analysis/replay/replay.h"
 #include "analysis/replay/replay_source.h"
 #include "core/flat_hash_map.h"
-#include "store/matcher.h"
+#include "model/matcher.h"
 #include "store/store.h"
 
 namespace gpucanary::analysis {
@@ -56,7 +56,7 @@ class LabelledTickSource : public TickSource {
       : name_(std::move(name)), index_(index), sink_(sink) {}
 
   // The replay series of `labels` (with __name__), interned on first sight.
-  Result<std::uint32_t> SeriesOf(const store::Labels& labels);
+  Result<std::uint32_t> SeriesOf(const model::Labels& labels);
   void FileSample(std::uint32_t index, std::int64_t t_ms, double value);
 
   std::string name_;
@@ -72,7 +72,7 @@ class StoreTickSource final : public LabelledTickSource {
   // Reads the series matching `matchers` from second `from_s` on, as input
   // `index` of the replay whose series table is `sink`.
   // `history` (may be null) serves the seconds before the store has a host's data.
-  StoreTickSource(const store::Store& store, std::vector<store::Matcher> matchers, std::string name,
+  StoreTickSource(const store::Store& store, std::vector<model::Matcher> matchers, std::string name,
                   int index, int reorder_window_s, std::int64_t from_s, SeriesSink& sink,
                   std::shared_ptr<PrometheusHistory> history = nullptr);
 
@@ -97,7 +97,7 @@ class StoreTickSource final : public LabelledTickSource {
   Status FileHistory(const store::QueryResult& result, std::int64_t last);
 
   const store::Store& store_;
-  std::vector<store::Matcher> matchers_;
+  std::vector<model::Matcher> matchers_;
   int window_;
   std::int64_t next_;             // first second not read yet
   std::int64_t ready_ = kNoTick;  // last second that may be read
@@ -119,7 +119,7 @@ class StoreTickSource final : public LabelledTickSource {
 struct StoreInput {
   std::string name;  // names the input in messages ("canary {Hostname=~\"node-4\"}")
   Role role = Role::kBaseline;
-  std::vector<store::Matcher> matchers;
+  std::vector<model::Matcher> matchers;
   std::shared_ptr<PrometheusHistory> history = nullptr;  // optional, see StoreTickSource
 };
 

@@ -20,7 +20,7 @@ namespace gpucanary::analysis {
 namespace {
 
 namespace fs = std::filesystem;
-using recording::MetricKind;
+using model::MetricType;
 
 constexpr std::int64_t kT0 = 1764680000;  // Unix seconds of the first tick
 constexpr int kSeconds = 90;
@@ -49,22 +49,22 @@ class Fixture {
   fs::path Recording(const char* role) const { return dir_ / (std::string(role) + ".om"); }
 
  private:
-  static constexpr std::pair<const char*, MetricKind> kFamilies[] = {
-      {"DCGM_FI_DEV_SM_CLOCK", MetricKind::kGauge},
-      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MetricKind::kCounter},
-      {"vllm:generation_tokens_total", MetricKind::kCounter},
-      {"vllm:e2e_request_latency_seconds", MetricKind::kHistogram},
+  static constexpr std::pair<const char*, MetricType> kFamilies[] = {
+      {"DCGM_FI_DEV_SM_CLOCK", MetricType::kGauge},
+      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MetricType::kCounter},
+      {"vllm:generation_tokens_total", MetricType::kCounter},
+      {"vllm:e2e_request_latency_seconds", MetricType::kHistogram},
   };
 
   void Put(const std::string& host, const std::string& name,
            std::vector<std::pair<std::string, std::string>> labels, double v, std::int64_t ms) {
     recording::RecordingWriter& w = *writers_[host == "node-3" ? 1 : 0];
-    std::vector<recording::Label> rl;
+    std::vector<model::LabelView> rl;
     for (const auto& [k, val] : labels) rl.push_back({k, val});
     ASSERT_TRUE(w.Append(name, rl, v, ms).ok()) << name;
-    store::Labels sl = {{"__name__", name}};
+    model::Labels sl = {{"__name__", name}};
     for (const auto& [k, val] : labels) sl.push_back({k, val});
-    store::SortLabels(sl);
+    model::SortLabels(sl);
     auto ref = app_->Series(sl);
     ASSERT_TRUE(ref.has_value()) << ref.error().ToString();
     ASSERT_TRUE(app_->Append(*ref, ms, v).ok());
@@ -126,8 +126,8 @@ class Fixture {
 using testing::Describe;
 using testing::Num;
 
-std::vector<store::Matcher> Hosts(const char* regex) {
-  return {*store::Matcher::Make(store::Matcher::Type::kRegex, "Hostname", regex)};
+std::vector<model::Matcher> Hosts(const char* regex) {
+  return {*model::Matcher::Make(model::Matcher::Type::kRegex, "Hostname", regex)};
 }
 
 class StoreSourceTest : public ::testing::Test {

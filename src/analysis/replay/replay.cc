@@ -108,7 +108,7 @@ class Replay::Impl final : public SeriesSink {
   Result<bool> Next(Tick& tick);
 
   Result<std::uint32_t> AddSeries(int input, const expfmt::SampleView& sample,
-                                  std::string_view family, expfmt::MetricType type) override;
+                                  std::string_view family, model::MetricType type) override;
   double Observe(std::uint32_t series, double value) override;
   ReplayStats& mutable_stats() override { return stats_; }
 
@@ -236,8 +236,8 @@ Result<int> Replay::Impl::InternGpu(int input, std::string_view host, std::strin
 }
 
 Result<std::uint32_t> Replay::Impl::AddSeries(int input, const expfmt::SampleView& sample,
-                                              std::string_view family, expfmt::MetricType type) {
-  using expfmt::MetricType;
+                                              std::string_view family, model::MetricType type) {
+  using model::MetricType;
   const std::string_view name = sample.name;
   const bool histogram = type == MetricType::kHistogram || type == MetricType::kGaugeHistogram;
   const bool bucket = histogram && name.ends_with("_bucket");

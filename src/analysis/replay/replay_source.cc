@@ -94,8 +94,9 @@ ReplaySource::ReplaySource(const ReplayInput& input, int index, expfmt::Format f
       file_(file),
       sink_(sink),
       reader_(format, input.path, expfmt::ReadOptions{},
-              [this](const expfmt::SampleView& s, std::string_view family,
-                     expfmt::MetricType type) { OnSample(s, family, type); }),
+              [this](const expfmt::SampleView& s, std::string_view family, model::MetricType type) {
+                OnSample(s, family, type);
+              }),
       buffer_(std::max<std::size_t>(options.chunk_bytes, 4096)) {}
 
 ReplaySource::~ReplaySource() { gzclose(file_); }
@@ -135,7 +136,7 @@ std::uint64_t ReplaySource::LineAt(std::uint64_t offset) const {
 }
 
 void ReplaySource::OnSample(const expfmt::SampleView& sample, std::string_view family,
-                            expfmt::MetricType type) {
+                            model::MetricType type) {
   if (!error_.ok()) return;
   ReplayStats& stats = sink_.mutable_stats();
   ++stats.samples;

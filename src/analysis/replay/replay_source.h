@@ -50,7 +50,7 @@ class SeriesSink {
   // Interns the series of `sample` (first seen in input `input`) and returns
   // its index, kIgnoredSeries, or an error message without location.
   virtual Result<std::uint32_t> AddSeries(int input, const expfmt::SampleView& sample,
-                                          std::string_view family, expfmt::MetricType type) = 0;
+                                          std::string_view family, model::MetricType type) = 0;
   // Remembers `value` as the series' latest and returns the increase since its
   // previous sample (Prometheus reset rule); NaN for a gauge or a first sample.
   virtual double Observe(std::uint32_t series, double value) = 0;
@@ -106,7 +106,7 @@ class ReplaySource final : public TickSource {
  private:
   ReplaySource(const ReplayInput& input, int index, expfmt::Format format, gzFile file,
                const ReplayOptions& options, SeriesSink& sink);
-  void OnSample(const expfmt::SampleView& sample, std::string_view family, expfmt::MetricType type);
+  void OnSample(const expfmt::SampleView& sample, std::string_view family, model::MetricType type);
   // "FILE:LINE:COL" of a position inside the chunk being parsed.
   std::string Where(const char* position) const;
   std::uint64_t LineAt(std::uint64_t offset) const;  // 1-based line starting at byte `offset`

@@ -1,12 +1,13 @@
-#include "store/matcher.h"
+#include "model/matcher.h"
 
 #include <re2/re2.h>
 
 #include <utility>
 
-#include "store/labels.h"
+#include "model/escaping.h"
+#include "model/labels.h"
 
-namespace gpucanary::store {
+namespace gpucanary::model {
 
 Result<Matcher> Matcher::Make(Type type, std::string name, std::string value) {
   Matcher m;
@@ -45,14 +46,7 @@ bool Matcher::Matches(std::string_view value) const {
 std::string Matcher::ToString() const {
   static constexpr const char* kOps[] = {"=", "!=", "=~", "!~"};
   std::string out = name_ + kOps[static_cast<int>(type_)] + "\"";
-  for (char c : value_) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
+  model::AppendEscaped(out, value_);
   return out + "\"";
 }
 
@@ -223,4 +217,4 @@ std::string ExactAlternation(const std::vector<std::string>& values) {
   return regex;
 }
 
-}  // namespace gpucanary::store
+}  // namespace gpucanary::model

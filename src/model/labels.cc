@@ -1,4 +1,4 @@
-#include "store/labels.h"
+#include "model/labels.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "recording/openmetrics_text.h"
+#include "model/escaping.h"
+#include "model/names.h"
+#include "model/utf8.h"
 
-namespace gpucanary::store {
+namespace gpucanary::model {
 namespace {
 
 Status LabelError(std::size_t i, const Label& l, std::string_view what) {
@@ -28,13 +30,13 @@ Status ValidateLabels(const Labels& labels) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
     const Label& l = labels[i];
     if (l.name.empty()) return LabelError(i, l, "empty name");
-    if (!recording::IsValidLabelName(l.name)) return LabelError(i, l, "invalid name");
+    if (!model::IsValidLabelName(l.name)) return LabelError(i, l, "invalid name");
     if (i > 0 && labels[i - 1].name == l.name) return LabelError(i, l, "duplicate name");
     if (i > 0 && labels[i - 1].name > l.name) return LabelError(i, l, "names not sorted");
     if (l.value.empty()) return LabelError(i, l, "empty value");
-    if (!recording::IsValidUtf8(l.value)) return LabelError(i, l, "value is not valid UTF-8");
+    if (!model::IsValidUtf8(l.value)) return LabelError(i, l, "value is not valid UTF-8");
     if (l.name == kMetricNameLabel) {
-      if (!recording::IsValidMetricName(l.value))
+      if (!model::IsValidMetricName(l.value))
         return LabelError(i, l, "invalid metric name '" + l.value + "'");
       has_name = true;
     }
@@ -75,11 +77,11 @@ std::string LabelsToString(const Labels& labels) {
     first = false;
     out += l.name;
     out += "=\"";
-    recording::AppendEscaped(out, l.value);
+    model::AppendEscaped(out, l.value);
     out += '"';
   }
   out += '}';
   return out;
 }
 
-}  // namespace gpucanary::store
+}  // namespace gpucanary::model

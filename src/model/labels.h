@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 
-namespace gpucanary::store {
+namespace gpucanary::model {
 
 struct Label {
   std::string name;
@@ -48,4 +48,4 @@ std::uint64_t LabelsHash(const Labels& labels);
 // exposition format); {a="x"} when there is no __name__.
 std::string LabelsToString(const Labels& labels);
 
-}  // namespace gpucanary::store
+}  // namespace gpucanary::model

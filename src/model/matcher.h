@@ -16,7 +16,7 @@ namespace re2 {
 class RE2;
 }
 
-namespace gpucanary::store {
+namespace gpucanary::model {
 
 class Matcher {
  public:
@@ -55,4 +55,4 @@ Result<std::vector<Matcher>> ParseSelector(std::string_view text);
 // Prometheus. "" for no values.
 std::string ExactAlternation(const std::vector<std::string>& values);
 
-}  // namespace gpucanary::store
+}  // namespace gpucanary::model
