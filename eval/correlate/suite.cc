@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "analysis/replay/replay.h"
 #include "config/yaml_fields.h"
@@ -14,6 +15,7 @@
 #include "sim/engine.h"
 #include "sim/offline.h"
 #include "sim/scenario.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::eval::correlate {
 
@@ -37,6 +39,15 @@ constexpr std::string_view kTopKeys[] = {"cases"};
 constexpr std::string_view kCaseKeys[] = {"file",     "category", "guilty",      "kind",
                                           "releases", "onset_s",  "confounders", "description"};
 constexpr std::string_view kCategories[] = {"guilty", "none", "mixed"};
+
+// The vocabulary's cause kinds by name, in its order (vocab/vocab.h).
+std::string CauseKindNames() {
+  std::vector<std::string_view> names;
+  for (const vocab::Word<vocab::CauseKind>& w : vocab::Words<vocab::CauseKind>()) {
+    names.push_back(w.name);
+  }
+  return config::JoinNames(names);
+}
 
 Result<CorrelateCase> ParseCase(const Reporter& r, const YAML::Node& node, const std::string& field,
                                 const std::filesystem::path& dir) {
@@ -75,7 +86,15 @@ Result<CorrelateCase> ParseCase(const Reporter& r, const YAML::Node& node, const
     if (n == nullptr) continue;
     Result<std::string> v = ReadString(r, *n, Child(field, key));
     if (!v) return Error(v.error());
-    (key == "guilty" ? c.guilty : c.kind) = *v;
+    if (key == "guilty") {
+      c.guilty = *v;
+      continue;
+    }
+    c.kind = vocab::Parse<vocab::CauseKind>(*v);
+    if (!c.kind) {
+      return r.Fail(*n, Child(field, key),
+                    "unknown cause kind '" + *v + "' (valid: " + CauseKindNames() + ")");
+    }
   }
   if (!c.guilty.empty() &&
       std::find(c.releases.begin(), c.releases.end(), c.guilty) == c.releases.end()) {
@@ -165,7 +184,7 @@ Result<CaseOutcome> RunCorrelateCase(const CorrelateCase& c, const std::string& 
       if (s.score > out.top_score) {
         out.top_score = s.score;
         out.top = s.release;
-        out.top_kind = reg.causes.empty() ? "" : reg.causes.front().kind;
+        out.top_kind = reg.causes.empty() ? std::nullopt : reg.causes.front().kind;
       }
     }
   }

@@ -10,27 +10,30 @@
 //
 // Thread-compatible; cases are independent (run them in parallel if wanted).
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/correlate/correlate.h"
 #include "core/status.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::eval::correlate {
 
 struct CorrelateCase {
-  std::string name;      // file name without ".yaml"
-  std::string path;      // the scenario, resolved against labels.yaml's folder
-  std::string category;  // "guilty", "none" or "mixed"
-  std::string guilty;    // the bad release; empty for "none"
-  std::string kind;      // its cause kind; empty for "none"
+  std::string name;                      // file name without ".yaml"
+  std::string path;                      // the scenario, resolved against labels.yaml's folder
+  std::string category;                  // "guilty", "none" or "mixed"
+  std::string guilty;                    // the bad release; empty for "none"
+  std::optional<vocab::CauseKind> kind;  // its cause kind; unset for "none"
   std::vector<std::string> releases;
   std::vector<std::string> confounders;
   std::string description;
 };
 
 // Errors: kNotFound / kIoError for the file; kParseError "FILE:LINE:COL: ..."
-// for bad YAML, an unknown key, a missing field or an unknown category.
+// for bad YAML, an unknown key, a missing field, an unknown category or an
+// unknown cause kind (one not in vocab/vocab.h).
 Result<std::vector<CorrelateCase>> LoadCorrelateSuite(const std::string& labels_path);
 
 struct SuiteRunOptions {
@@ -46,7 +49,9 @@ struct CaseOutcome {
   std::vector<std::string> named;  // every release named a suspect anywhere
   bool correct = false;  // guilty/mixed: top == guilty and nothing else named; none: nothing named
   bool top1 = false;     // guilty/mixed: top == guilty
-  std::string top_kind;  // the cause kind of the regression the top suspect explains
+  // The cause kind of the regression the top suspect explains; unset when
+  // none is named.
+  std::optional<vocab::CauseKind> top_kind;
   int regressions = 0;
   double simulate_s = 0;
   double correlate_s = 0;

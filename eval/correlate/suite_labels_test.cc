@@ -10,6 +10,7 @@
 #include <string>
 
 #include "eval/correlate/suite.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::eval::correlate {
 namespace {
@@ -43,6 +44,7 @@ TEST(CorrelateSuiteLabelsTest, AGoodCaseLoads) {
   ASSERT_EQ(cases->size(), 1u);
   EXPECT_EQ((*cases)[0].name, "a");
   EXPECT_EQ((*cases)[0].guilty, "r2");
+  EXPECT_EQ((*cases)[0].kind, vocab::CauseKind::kPowerBrake);
   EXPECT_EQ((*cases)[0].releases, (std::vector<std::string>{"stable", "r2"}));
 }
 
@@ -59,6 +61,12 @@ TEST(CorrelateSuiteLabelsTest, MalformedLabelsAreErrorsWithTheirPlace) {
                       "cases:\n  - file: a.yaml\n    category: guilty\n    guilty: r9\n"
                       "    kind: power_brake\n    releases: [stable, r2]\n"),
               AllOf(HasSubstr("notin.yaml:4:"), HasSubstr("'r9' is not in the case's releases")));
+  EXPECT_THAT(ErrorOf("kind.yaml",
+                      "cases:\n  - file: a.yaml\n    category: guilty\n    guilty: r2\n"
+                      "    kind: power_brakes\n    releases: [stable, r2]\n"),
+              AllOf(HasSubstr("kind.yaml:5:"), HasSubstr("cases[0].kind"),
+                    HasSubstr("unknown cause kind 'power_brakes' (valid: thermal_throttle, "
+                              "power_brake,")));
   EXPECT_THAT(ErrorOf("noneguilty.yaml",
                       "cases:\n  - file: a.yaml\n    category: none\n    guilty: r2\n"
                       "    releases: [stable, r2]\n"),

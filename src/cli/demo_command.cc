@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "demo/demo.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::cli {
 namespace {
@@ -36,8 +37,8 @@ void RunDemo(const DemoFlags& flags, CommandContext& ctx) {
   if (flags.list) {
     for (const demo::Scenario& s : demo::Scenarios()) {
       ctx.out << s.name << ": " << s.change << " (expect "
-              << (s.expect_verdict == "fail" ? "fail" : "no fail") << ", " << s.expect_cause
-              << ", scope " << s.expect_scope << ")\n";
+              << (s.expect_verdict == demo::ExpectedVerdict::kFail ? "fail" : "no fail") << ", "
+              << vocab::Name(s.expect_cause) << ", scope " << vocab::Name(s.expect_scope) << ")\n";
     }
     return;
   }

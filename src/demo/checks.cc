@@ -9,8 +9,14 @@
 
 #include "demo/demo.h"
 #include "demo/demo_internal.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::demo {
+
+using vocab::CauseKind;
+using vocab::Scope;
+using vocab::Verdict;
+
 namespace {
 
 // An action of `kind` ran and did something (not "skipped ...").
@@ -24,12 +30,12 @@ bool Acted(const std::vector<ActionSeen>& actions, const std::string& kind) {
 // The healthy release passes, while baseline node-2's own power brake is
 // named (scope node) and the node isolated.
 void CheckHealthy(const CanarySeen& h, std::vector<std::string>& problems) {
-  if (h.verdict != "pass") {
-    problems.push_back("the healthy release " + h.release + " got verdict " + h.verdict +
+  if (h.verdict != Verdict::kPass) {
+    problems.push_back("the healthy release " + h.release + " got verdict " + NameOr(h.verdict) +
                        ", not pass");
   }
   const bool named = std::any_of(h.causes.begin(), h.causes.end(), [](const CauseSeen& c) {
-    return c.kind == "power_brake" && c.scope == "node" &&
+    return c.kind == CauseKind::kPowerBrake && c.scope == Scope::kNode &&
            std::find(c.nodes.begin(), c.nodes.end(), kFaultyBaselineNode) != c.nodes.end();
   });
   if (!named) {
@@ -78,8 +84,8 @@ void CheckNodeFault(const Outcome& result, std::vector<std::string>& problems) {
 Json CanaryJson(const CanarySeen& c) {
   Json causes = Json::array();
   for (const CauseSeen& cause : c.causes) {
-    causes.push_back({{"kind", cause.kind},
-                      {"scope", cause.scope},
+    causes.push_back({{"kind", NameOr(cause.kind)},
+                      {"scope", NameOr(cause.scope)},
                       {"nodes", cause.nodes},
                       {"summary", cause.summary},
                       {"since", cause.since}});
@@ -93,8 +99,8 @@ Json CanaryJson(const CanarySeen& c) {
                        {"incident", a.incident}});
   }
   return Json{{"release", c.release},
-              {"state", c.state},
-              {"verdict", c.verdict},
+              {"state", NameOr(c.state)},
+              {"verdict", NameOr(c.verdict)},
               {"started_at", c.started_at},
               {"decided_at", c.decided_at ? Json(*c.decided_at) : Json(nullptr)},
               {"causes", std::move(causes)},
@@ -106,17 +112,17 @@ Json CanaryJson(const CanarySeen& c) {
 CanarySeen Demo::Seen(const Json& canary) const {
   CanarySeen seen;
   seen.release = StringOr(canary, "release");
-  seen.state = StringOr(canary, "state");
+  seen.state = WordAt<vocab::CanaryState>(canary, "state");
   const Json& report = canary["report"];
-  seen.verdict = StringOr(report, "verdict");
+  seen.verdict = WordAt<Verdict>(report, "verdict");
   seen.started_at = NumberOr(canary, "started_at", 0);
   if (report.contains("decided_at") && report["decided_at"].is_number()) {
     seen.decided_at = report["decided_at"].get<double>();
   }
   for (const Json& c : report["causes"]) {
     CauseSeen cause;
-    cause.kind = StringOr(c, "kind");
-    cause.scope = StringOr(c, "scope");
+    cause.kind = WordAt<CauseKind>(c, "kind");
+    cause.scope = WordAt<Scope>(c, "scope");
     for (const Json& n : c["nodes"]) cause.nodes.push_back(n.get<std::string>());
     cause.summary = StringOr(c, "summary");
     cause.since = NumberOr(c, "since", 0);
@@ -138,11 +144,11 @@ void Demo::Check(Outcome& result) const {
   auto& problems = result.problems;
   if (result.healthy) CheckHealthy(*result.healthy, problems);
   const CanarySeen& f = result.faulty;
-  const bool failed = f.verdict == "fail";
-  if (scenario_.expect_verdict == "fail" && !failed) {
-    problems.push_back(f.release + " got verdict " + f.verdict + ", not fail");
+  const bool failed = f.verdict == Verdict::kFail;
+  if (scenario_.expect_verdict == ExpectedVerdict::kFail && !failed) {
+    problems.push_back(f.release + " got verdict " + NameOr(f.verdict) + ", not fail");
   }
-  if (scenario_.expect_verdict == "not_fail" && failed) {
+  if (scenario_.expect_verdict == ExpectedVerdict::kNotFail && failed) {
     problems.push_back(f.release + " failed, but its release is harmless");
   }
   bool cause = false;
@@ -150,11 +156,12 @@ void Demo::Check(Outcome& result) const {
     cause = cause || (c.kind == scenario_.expect_cause && c.scope == scenario_.expect_scope);
   }
   if (!cause) {
-    problems.push_back("no " + scenario_.expect_cause + " cause of scope " +
-                       scenario_.expect_scope + " named");
+    problems.push_back("no " + std::string(vocab::Name(scenario_.expect_cause)) +
+                       " cause of scope " + std::string(vocab::Name(scenario_.expect_scope)) +
+                       " named");
   }
   const std::string stable = result.healthy ? kHealthy : kStable;
-  if (scenario_.expect_scope == "release") {
+  if (scenario_.expect_scope == Scope::kRelease) {
     CheckReleaseFault(result, stable, problems);
   } else {
     CheckNodeFault(result, problems);

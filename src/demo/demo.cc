@@ -16,6 +16,7 @@
 
 #include "demo/demo_internal.h"
 #include "report/html_report.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::demo {
 
@@ -69,7 +70,7 @@ Status Demo::RollOutHealthy(Outcome& result, std::string& stable) {
   PrintVerdict(*done);
   result.healthy = Seen(*done);
   GC_RETURN_IF_ERROR(RepairNode());
-  if (result.healthy->verdict == "pass") {
+  if (result.healthy->verdict == vocab::Verdict::kPass) {
     Say(std::string("promoting ") + kHealthy + " to every node (rolling restart, " +
         Fixed(kRestartSeconds, 0) + " s a node)");
     GC_RETURN_IF_ERROR(Deploy(kHealthy, {}));
@@ -113,7 +114,7 @@ Status Demo::RollOutFaulty(Outcome& result, const std::string& stable) {
   if (!done) return done.error();
   PrintVerdict(*done);
   Json final_canary = *done;
-  if (StringOr((*done)["report"], "verdict") == "fail" || node_fault) {
+  if (WordAt<vocab::Verdict>((*done)["report"], "verdict") == vocab::Verdict::kFail || node_fault) {
     auto acted = WaitForActions(id, kConfiguredActions);
     if (!acted) return acted.error();
     final_canary = *acted;
@@ -152,7 +153,7 @@ Status Demo::WriteReport(Outcome& result, std::string* problem) {
 void Demo::Conclude(const Outcome& result, const std::string& stable) {
   if (result.as_expected) {
     Say("as expected: " +
-        std::string(scenario_.expect_verdict == "fail"
+        std::string(scenario_.expect_verdict == ExpectedVerdict::kFail
                         ? "the faulty release was halted and its traffic sent back to " + stable
                         : std::string("the release was not blamed and the bad node was isolated")));
   } else {

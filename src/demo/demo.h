@@ -28,8 +28,15 @@
 #include <vector>
 
 #include "core/status.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::demo {
+
+// What a scenario expects of the faulty release's verdict.
+enum class ExpectedVerdict : std::uint8_t {
+  kFail,
+  kNotFail,  // pass or inconclusive
+};
 
 // One failure the demo can show (--scenario).
 struct Scenario {
@@ -40,9 +47,9 @@ struct Scenario {
   // A node's own fault, injected on a baseline node while the canary runs:
   // the control API's POST /faults body ("" for a release fault).
   std::string node_fault;
-  std::string expect_verdict;  // "fail", or "not_fail" (pass or inconclusive)
-  std::string expect_cause;    // DESIGN.md §6 kind
-  std::string expect_scope;    // "release" or "node"
+  ExpectedVerdict expect_verdict = ExpectedVerdict::kFail;
+  vocab::CauseKind expect_cause{};
+  vocab::Scope expect_scope{};  // release or node
 };
 
 const std::vector<Scenario>& Scenarios();
@@ -68,9 +75,11 @@ struct ActionSeen {
   std::string incident;  // "fail" or "node:<host>"
 };
 
+// The vocabulary's words the daemon wrote, as enums: unset where the field
+// was missing (the daemon writes no other words).
 struct CauseSeen {
-  std::string kind;
-  std::string scope;
+  std::optional<vocab::CauseKind> kind;
+  std::optional<vocab::Scope> scope;
   std::vector<std::string> nodes;
   std::string summary;
   double since = 0;  // Unix seconds
@@ -78,8 +87,8 @@ struct CauseSeen {
 
 struct CanarySeen {
   std::string release;
-  std::string state;    // the canary's state when the demo moved on
-  std::string verdict;  // the judge's
+  std::optional<vocab::CanaryState> state;  // the canary's when the demo moved on
+  std::optional<vocab::Verdict> verdict;    // the judge's
   double started_at = 0;
   std::optional<double> decided_at;
   std::vector<CauseSeen> causes;

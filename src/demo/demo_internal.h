@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -32,6 +33,7 @@
 #include "daemon/daemon.h"
 #include "demo/demo.h"
 #include "sim/live.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::demo {
 
@@ -77,6 +79,19 @@ std::string Fixed(double v, int digits);
 std::string Percent(double ratio);
 double NumberOr(const Json& j, const char* key, double fallback);
 std::string StringOr(const Json& j, const char* key, std::string fallback = "");
+
+// The daemon's JSON is where the vocabulary's words become enums (and the
+// demo's own output where they become words again): the word at `key` as
+// E, unset when the field is missing or not one of E's words.
+template <typename E>
+std::optional<E> WordAt(const Json& j, const char* key) {
+  return vocab::Parse<E>(StringOr(j, key));
+}
+// The wire name of `value`; "" when unset.
+template <typename E>
+std::string NameOr(std::optional<E> value) {
+  return value ? std::string(vocab::Name(*value)) : std::string();
+}
 
 // One run of the demo: the simulated fleet, the daemon, and the CD pipeline
 // that drives them over HTTP.

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "demo/demo_internal.h"
 #include "net/http_client.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::demo {
 
@@ -149,11 +151,12 @@ gpucanary::Result<Json> Demo::FollowCanary(const std::string& id, bool stop_on_p
     auto got = Call("GET", api_ + "/api/v1/canaries/" + id);
     if (!got) return got;
     const Json& c = (*got)["data"];
-    const std::string state = StringOr(c, "state");
-    const std::string verdict = StringOr(c["report"], "verdict");
+    const std::optional<vocab::CanaryState> state = WordAt<vocab::CanaryState>(c, "state");
+    const std::optional<vocab::Verdict> verdict = WordAt<vocab::Verdict>(c["report"], "verdict");
+    const bool running = state == vocab::CanaryState::kRunning;
     const std::int64_t now = clock_.NowMs();
     const std::size_t causes = c["report"]["causes"].size();
-    if (now - last_progress_ms_ >= 3000 || causes != causes_seen || state != "running") {
+    if (now - last_progress_ms_ >= 3000 || causes != causes_seen || !running) {
       PrintProgress(c);
       last_progress_ms_ = now;
       causes_seen = causes;
@@ -163,10 +166,10 @@ gpucanary::Result<Json> Demo::FollowCanary(const std::string& id, bool stop_on_p
       GC_RETURN_IF_ERROR(InjectNodeFault());
       injected = true;
     }
-    if (state != "running") return c;
+    if (!running) return c;
     // With a node fault, the pass waits for its node's actions to show.
     const bool node_acted = !injected || c["actions"].size() >= kConfiguredActions;
-    if (stop_on_pass && verdict == "pass" && node_acted) return StopCanary(id);
+    if (stop_on_pass && verdict == vocab::Verdict::kPass && node_acted) return StopCanary(id);
     if (now - start_ms > kCanaryTimeoutSeconds * 1000) {
       Say("no decision after " + std::to_string(kCanaryTimeoutSeconds) + " s; moving on");
       return c;

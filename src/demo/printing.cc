@@ -7,13 +7,17 @@
 #include <cstdio>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 
 #include "demo/demo_internal.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::demo {
+
+using vocab::Verdict;
 
 std::string Fixed(double v, int digits) {
   if (!std::isfinite(v)) return "-";
@@ -120,33 +124,34 @@ void Demo::PrintNews(const Json& canary) {
 
 void Demo::PrintVerdict(const Json& canary) {
   const Json& report = canary["report"];
-  const std::string verdict = StringOr(report, "verdict");
+  const std::string verdict_word = StringOr(report, "verdict");
+  const std::optional<Verdict> verdict = vocab::Parse<Verdict>(verdict_word);
   const double started = NumberOr(canary, "started_at", kNaN);
   const double decided = NumberOr(report, "decided_at", kNaN);
   std::string when = std::isfinite(decided) && std::isfinite(started)
                          ? " " + Fixed(decided - started, 0) + " s after the release started"
                          : "";
-  if (verdict == "fail") {
+  if (verdict == Verdict::kFail) {
     Say("HALT: " + StringOr(canary, "release") + " FAILED" + when + " (score " +
         Fixed(NumberOr(report, "score", kNaN), 1) + ")");
-  } else if (verdict == "pass") {
+  } else if (verdict == Verdict::kPass) {
     Say(StringOr(canary, "release") + " PASSED" + when + ", canary " + StringOr(canary, "state"));
   } else {
-    Say(StringOr(canary, "release") + ": verdict " + verdict + ", canary " +
+    Say(StringOr(canary, "release") + ": verdict " + verdict_word + ", canary " +
         StringOr(canary, "state"));
   }
   for (const Json& cause : report["causes"]) {
     const double since = NumberOr(cause, "since", kNaN);
     std::string lag;
-    if (verdict == "fail" && std::isfinite(since) && std::isfinite(decided) &&
-        StringOr(cause, "scope") == "release") {
+    if (verdict == Verdict::kFail && std::isfinite(since) && std::isfinite(decided) &&
+        WordAt<vocab::Scope>(cause, "scope") == vocab::Scope::kRelease) {
       lag = ", decided " + Fixed(decided - since, 0) + " s after it began";
     }
     SayMore("cause: " + StringOr(cause, "kind") + " (scope " + StringOr(cause, "scope") + lag +
             ")");
     SayMore("  " + StringOr(cause, "summary"));
   }
-  if (verdict == "pass") PrintCriticalMetrics(report);
+  if (verdict == Verdict::kPass) PrintCriticalMetrics(report);
 }
 
 // A pass shows each critical metric within its margin.

@@ -11,22 +11,30 @@
 
 namespace gpucanary::demo {
 
+using vocab::CauseKind;
+using vocab::Scope;
+
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario> scenarios = {
       {"power-brake", "fp8 GEMM kernels whose current spikes trip the node's power brake",
-       "power_spikiness: 2.5", "fp8", "", "fail", "power_brake", "release"},
+       "power_spikiness: 2.5", "fp8", "", ExpectedVerdict::kFail, CauseKind::kPowerBrake,
+       Scope::kRelease},
       {"memory-thrash", "a paged-attention kernel that thrashes HBM (DRAM busy, SMs starved)",
-       "dram_thrash: 1.8", "bf16", "", "fail", "memory_thrash", "release"},
+       "dram_thrash: 1.8", "bf16", "", ExpectedVerdict::kFail, CauseKind::kMemoryThrash,
+       Scope::kRelease},
       {"low-occupancy", "a compiler change that spills registers: SM occupancy collapses",
-       "occupancy_factor: 0.4", "bf16", "", "fail", "low_occupancy", "release"},
+       "occupancy_factor: 0.4", "bf16", "", ExpectedVerdict::kFail, CauseKind::kLowOccupancy,
+       Scope::kRelease},
       {"xid-flood", "CUDA graphs that fault on the GPU (XID 31, MMU faults)",
-       "xid: 31, xid_per_s: 0.2", "bf16", "", "fail", "xid_errors", "release"},
+       "xid: 31, xid_per_s: 0.2", "bf16", "", ExpectedVerdict::kFail, CauseKind::kXidErrors,
+       Scope::kRelease},
       {"software-regression", "a vLLM build 40% slower per token with the hardware unchanged",
-       "slowdown: 1.4", "bf16", "", "fail", "software_regression", "release"},
+       "slowdown: 1.4", "bf16", "", ExpectedVerdict::kFail, CauseKind::kSoftwareRegression,
+       Scope::kRelease},
       {"bad-node",
        "nothing harmful; meanwhile baseline node-2's power supply asserts the power brake on "
        "GPUs 0-3",
-       "", "bf16", kNodeFault, "not_fail", "power_brake", "node"},
+       "", "bf16", kNodeFault, ExpectedVerdict::kNotFail, CauseKind::kPowerBrake, Scope::kNode},
   };
   return scenarios;
 }

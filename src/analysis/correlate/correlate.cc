@@ -59,7 +59,9 @@ std::vector<Group> GroupEpisodes(const std::vector<Episode>& episodes, const Fle
   std::map<std::string, std::vector<Group>> by_key;
   const double window = static_cast<double>(options.group_window_s);
   for (const Episode& e : episodes) {
-    const std::string key = e.kind.empty() ? "metric:" + e.headline : e.kind;
+    // Keyed by the kind's name: the groups' order, and so the order of
+    // regressions that tie on onset and metric, stays the names' order.
+    const std::string key = e.kind ? std::string(vocab::Name(*e.kind)) : "metric:" + e.headline;
     std::vector<Group>& list = by_key[key];
     const double t = fleet.BucketStart(e.bucket);
     if (!list.empty() && t - fleet.BucketStart(list.back().episodes.back()->bucket) <= window) {

@@ -40,6 +40,7 @@
 #include "analysis/replay/replay.h"
 #include "core/status.h"
 #include "releases/release.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis::correlate {
 
@@ -83,8 +84,10 @@ struct MetricChange {
 };
 
 struct RegressionCause {
-  std::string kind;    // DESIGN.md §6 vocabulary; empty when no mechanism is named
-  std::string scope;   // "release" (a suspect is named), "node" (one or a few nodes), "fleet"
+  std::optional<vocab::CauseKind> kind;  // unset when no mechanism is named
+  // release: a suspect is named; node: one or a few nodes; fleet: (nearly)
+  // every node at once.
+  vocab::Scope scope = vocab::Scope::kNode;
   std::string detail;  // reason bits, XID code, link, ...
 };
 

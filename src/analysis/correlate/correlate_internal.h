@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "analysis/correlate/correlate.h"
 #include "analysis/correlate/series.h"
 #include "releases/release.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis::correlate {
 
@@ -48,8 +50,8 @@ struct Episode {
   int node = 0;
   std::size_t bucket = 0;  // onset
   std::vector<Change> changes;
-  std::string kind;    // cause vocabulary, "" when none fits
-  std::string detail;  // XID code, reasons
+  std::optional<vocab::CauseKind> kind;  // unset when no mechanism fits
+  std::string detail;                    // XID code, reasons
   std::string headline;
 };
 

@@ -14,6 +14,7 @@
 #include "sim/engine.h"
 #include "sim/offline.h"
 #include "sim/scenario.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::analysis::correlate {
 namespace {
@@ -86,7 +87,7 @@ class CorrelateFleetTest : public ::testing::Test {
     delete fleet_report;
     delete simulated;
   }
-  static const Regression* Find(std::string_view kind, std::string_view node) {
+  static const Regression* Find(vocab::CauseKind kind, std::string_view node) {
     for (const Regression& r : fleet_report->regressions) {
       if (r.causes.empty() || r.causes.front().kind != kind) continue;
       if (std::find(r.nodes.begin(), r.nodes.end(), node) != r.nodes.end()) return &r;
@@ -100,12 +101,12 @@ Simulated* CorrelateFleetTest::simulated = nullptr;
 CorrelateReport* CorrelateFleetTest::fleet_report = nullptr;
 
 TEST_F(CorrelateFleetTest, BlamesTheReleaseWhoseNodesChangedAfterItArrived) {
-  const Regression* r = Find("power_brake", "node-4");
+  const Regression* r = Find(vocab::CauseKind::kPowerBrake, "node-4");
   ASSERT_NE(r, nullptr) << CorrelateReportText(*fleet_report);
   ASSERT_FALSE(r->suspects.empty()) << r->summary;
   EXPECT_EQ(r->suspects.front().release, "ckpt-18000-fp8");
   EXPECT_EQ(r->suspects.size(), 1u) << r->summary;
-  EXPECT_EQ(r->causes.front().scope, "release");
+  EXPECT_EQ(r->causes.front().scope, vocab::Scope::kRelease);
   // Its nodes, and only its nodes.
   EXPECT_EQ(r->nodes, (std::vector<std::string>{"node-3", "node-4", "node-5", "node-6"}));
   EXPECT_EQ(r->gpus.size(), 8u);
@@ -127,11 +128,11 @@ TEST_F(CorrelateFleetTest, BlamesTheReleaseWhoseNodesChangedAfterItArrived) {
 }
 
 TEST_F(CorrelateFleetTest, ANodesOwnFaultIsNotBlamedOnTheReleaseItRuns) {
-  const Regression* r = Find("power_brake", "node-9");
+  const Regression* r = Find(vocab::CauseKind::kPowerBrake, "node-9");
   ASSERT_NE(r, nullptr) << CorrelateReportText(*fleet_report);
   EXPECT_EQ(r->nodes, std::vector<std::string>{"node-9"});
   EXPECT_TRUE(r->suspects.empty()) << r->summary;
-  EXPECT_EQ(r->causes.front().scope, "node");
+  EXPECT_EQ(r->causes.front().scope, vocab::Scope::kNode);
   EXPECT_NE(r->summary.find("no release explains this"), std::string::npos);
 }
 
@@ -142,7 +143,7 @@ TEST_F(CorrelateFleetTest, AFleetWideHeatWaveIsNoRelease) {
   }
   ASSERT_NE(heat, nullptr) << CorrelateReportText(*fleet_report);
   EXPECT_TRUE(heat->suspects.empty());
-  EXPECT_EQ(heat->causes.front().scope, "fleet");
+  EXPECT_EQ(heat->causes.front().scope, vocab::Scope::kFleet);
   EXPECT_GE(heat->nodes.size(), 8u);
   EXPECT_GT(heat->change, 5.0);  // degrees, absolute
   EXPECT_FALSE(heat->change_relative);

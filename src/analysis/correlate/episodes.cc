@@ -17,6 +17,8 @@
 namespace gpucanary::analysis::correlate {
 namespace {
 
+using vocab::CauseKind;
+
 // One GPU's changes whose onsets are this close are one episode.
 constexpr std::int64_t kEpisodeLinkS = 120;
 
@@ -36,50 +38,51 @@ void NameMechanism(Episode& e, std::uint32_t xid_code) {
   const bool service =
       up("vllm:time_per_output_token_seconds") || up("vllm:e2e_request_latency_seconds:p99");
   if (up("throttle:power_brake")) {
-    e.kind = "power_brake";
+    e.kind = CauseKind::kPowerBrake;
   } else if (up("throttle:thermal")) {
-    e.kind = "thermal_throttle";
+    e.kind = CauseKind::kThermalThrottle;
   } else if (up("throttle:hw_slowdown")) {
-    e.kind = "hw_slowdown";
+    e.kind = CauseKind::kHwSlowdown;
   } else if (up("throttle:sw_power_cap")) {
-    e.kind = "power_cap";
+    e.kind = CauseKind::kPowerCap;
   } else if (down("DCGM_FI_DEV_PCIE_LINK_WIDTH") || down("DCGM_FI_DEV_PCIE_LINK_GEN")) {
-    e.kind = "pcie_downtrain";
+    e.kind = CauseKind::kPcieDowntrain;
   } else if (up("DCGM_FI_DEV_PCIE_REPLAY_COUNTER")) {
-    e.kind = "pcie_errors";
+    e.kind = CauseKind::kPcieErrors;
   } else if (up("DCGM_FI_DEV_XID_ERRORS")) {
-    e.kind = "xid_errors";
+    e.kind = CauseKind::kXidErrors;
     if (xid_code != 0) e.detail = "XID " + std::to_string(xid_code);
   } else if (up("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") || up("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL")) {
-    e.kind = "ecc_errors";
+    e.kind = CauseKind::kEccErrors;
   } else if (up("DCGM_FI_PROF_DRAM_ACTIVE") &&
              (down("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") ||
               (service && !up("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")))) {
     // More DRAM traffic for the same or less tensor work (more load raises
     // both together).
-    e.kind = "memory_thrash";
+    e.kind = CauseKind::kMemoryThrash;
   } else if (down("DCGM_FI_PROF_SM_OCCUPANCY")) {
-    e.kind = "low_occupancy";
+    e.kind = CauseKind::kLowOccupancy;
   } else if (service) {
-    e.kind = "software_regression";
+    e.kind = CauseKind::kSoftwareRegression;
   }
 }
 
 // The mechanism's own metric, when it moved in the episode.
 std::optional<std::string> MechanismMetric(const Episode& e) {
-  static const std::map<std::string, std::string, std::less<>> kPrimary = {
-      {"power_brake", "DCGM_FI_DEV_SM_CLOCK"},
-      {"thermal_throttle", "DCGM_FI_DEV_SM_CLOCK"},
-      {"hw_slowdown", "DCGM_FI_DEV_SM_CLOCK"},
-      {"power_cap", "DCGM_FI_DEV_SM_CLOCK"},
-      {"pcie_downtrain", "DCGM_FI_DEV_PCIE_LINK_WIDTH"},
-      {"pcie_errors", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"},
-      {"xid_errors", "DCGM_FI_DEV_XID_ERRORS"},
-      {"ecc_errors", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"},
-      {"memory_thrash", "DCGM_FI_PROF_DRAM_ACTIVE"},
-      {"low_occupancy", "DCGM_FI_PROF_SM_OCCUPANCY"},
+  static const std::map<CauseKind, std::string> kPrimary = {
+      {CauseKind::kPowerBrake, "DCGM_FI_DEV_SM_CLOCK"},
+      {CauseKind::kThermalThrottle, "DCGM_FI_DEV_SM_CLOCK"},
+      {CauseKind::kHwSlowdown, "DCGM_FI_DEV_SM_CLOCK"},
+      {CauseKind::kPowerCap, "DCGM_FI_DEV_SM_CLOCK"},
+      {CauseKind::kPcieDowntrain, "DCGM_FI_DEV_PCIE_LINK_WIDTH"},
+      {CauseKind::kPcieErrors, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"},
+      {CauseKind::kXidErrors, "DCGM_FI_DEV_XID_ERRORS"},
+      {CauseKind::kEccErrors, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"},
+      {CauseKind::kMemoryThrash, "DCGM_FI_PROF_DRAM_ACTIVE"},
+      {CauseKind::kLowOccupancy, "DCGM_FI_PROF_SM_OCCUPANCY"},
   };
-  auto it = kPrimary.find(e.kind);
+  if (!e.kind) return std::nullopt;
+  auto it = kPrimary.find(*e.kind);
   if (it == kPrimary.end()) return std::nullopt;
   if (FindChange(e, it->second, 0) != nullptr) return it->second;
   if (it->second == "DCGM_FI_DEV_PCIE_LINK_WIDTH" &&
@@ -112,23 +115,24 @@ std::string Headline(const Episode& e) {
 }
 
 // The metrics whose change names each mechanism.
-const std::vector<std::string_view>& SignatureOf(std::string_view kind) {
-  static const std::map<std::string_view, std::vector<std::string_view>, std::less<>> kSignature = {
-      {"power_brake", {"throttle:power_brake"}},
-      {"thermal_throttle", {"throttle:thermal"}},
-      {"hw_slowdown", {"throttle:hw_slowdown"}},
-      {"power_cap", {"throttle:sw_power_cap"}},
-      {"pcie_downtrain", {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "DCGM_FI_DEV_PCIE_LINK_GEN"}},
-      {"pcie_errors", {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER"}},
-      {"xid_errors", {"DCGM_FI_DEV_XID_ERRORS"}},
-      {"ecc_errors", {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"}},
-      {"memory_thrash", {"DCGM_FI_PROF_DRAM_ACTIVE"}},
-      {"low_occupancy", {"DCGM_FI_PROF_SM_OCCUPANCY"}},
-      {"software_regression",
+const std::vector<std::string_view>& SignatureOf(std::optional<CauseKind> kind) {
+  static const std::map<CauseKind, std::vector<std::string_view>> kSignature = {
+      {CauseKind::kPowerBrake, {"throttle:power_brake"}},
+      {CauseKind::kThermalThrottle, {"throttle:thermal"}},
+      {CauseKind::kHwSlowdown, {"throttle:hw_slowdown"}},
+      {CauseKind::kPowerCap, {"throttle:sw_power_cap"}},
+      {CauseKind::kPcieDowntrain, {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "DCGM_FI_DEV_PCIE_LINK_GEN"}},
+      {CauseKind::kPcieErrors, {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER"}},
+      {CauseKind::kXidErrors, {"DCGM_FI_DEV_XID_ERRORS"}},
+      {CauseKind::kEccErrors, {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"}},
+      {CauseKind::kMemoryThrash, {"DCGM_FI_PROF_DRAM_ACTIVE"}},
+      {CauseKind::kLowOccupancy, {"DCGM_FI_PROF_SM_OCCUPANCY"}},
+      {CauseKind::kSoftwareRegression,
        {"vllm:time_per_output_token_seconds", "vllm:e2e_request_latency_seconds:p99"}},
   };
   static const std::vector<std::string_view> kNone;
-  auto it = kSignature.find(kind);
+  if (!kind) return kNone;
+  auto it = kSignature.find(*kind);
   return it == kSignature.end() ? kNone : it->second;
 }
 

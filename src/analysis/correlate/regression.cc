@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -116,19 +117,18 @@ void RankReleases(std::vector<Suspect> scored, const CorrelateOptions& options, 
 
 // Scope: the release's, when one explains it; the fleet's when (nearly)
 // every node changed at once; else the nodes'.
-std::string ScopeOf(const Group& g, const Regression& out, const FleetSeries& fleet) {
-  std::string scope = "node";
-  if (!out.suspects.empty()) {
-    scope = "release";
-  } else if (g.node_onset.size() >= 3 && static_cast<double>(g.node_onset.size()) >=
-                                             0.8 * static_cast<double>(fleet.nodes.size())) {
-    scope = "fleet";
+vocab::Scope ScopeOf(const Group& g, const Regression& out, const FleetSeries& fleet) {
+  if (!out.suspects.empty()) return vocab::Scope::kRelease;
+  if (g.node_onset.size() >= 3 &&
+      static_cast<double>(g.node_onset.size()) >= 0.8 * static_cast<double>(fleet.nodes.size())) {
+    return vocab::Scope::kFleet;
   }
-  return scope;
+  return vocab::Scope::kNode;
 }
 
 // The sentence.
-std::string Sentence(const Regression& out, const std::string& kind, const std::string& scope) {
+std::string Sentence(const Regression& out, std::optional<vocab::CauseKind> kind,
+                     vocab::Scope scope) {
   char change[64] = "";
   if (std::isfinite(out.change)) {
     if (out.change_relative) {
@@ -137,16 +137,17 @@ std::string Sentence(const Regression& out, const std::string& kind, const std::
       std::snprintf(change, sizeof change, "%+.3g", out.change);
     }
   }
-  std::string sentence =
-      (kind.empty() ? std::string("change") : kind) + " on " + DescribeGpus(out.gpus) + " from " +
-      FormatUtcMillis(static_cast<std::int64_t>(out.at * 1000)) + ": " + out.metric + " " + change;
+  std::string sentence = std::string(kind ? vocab::Name(*kind) : "change") + " on " +
+                         DescribeGpus(out.gpus) + " from " +
+                         FormatUtcMillis(static_cast<std::int64_t>(out.at * 1000)) + ": " +
+                         out.metric + " " + change;
   if (!out.suspects.empty()) {
     char score[32];
     std::snprintf(score, sizeof score, "%.2f", out.suspects.front().score);
     sentence += "; suspect " + out.suspects.front().release + " (score " + score + ")";
   } else {
-    sentence += scope == "fleet" ? "; no release explains this (fleet-wide, at once)"
-                                 : "; no release explains this";
+    sentence += scope == vocab::Scope::kFleet ? "; no release explains this (fleet-wide, at once)"
+                                              : "; no release explains this";
   }
   return sentence;
 }
@@ -159,7 +160,7 @@ Regression MakeRegression(const Group& g, std::vector<Suspect> scored, const Fle
                           const CorrelateOptions& options) {
   Regression out;
   const Episode& first = *g.episodes.front();
-  std::string kind = first.kind;
+  const std::optional<vocab::CauseKind> kind = first.kind;
   std::string detail = first.detail;
   out.metric = HeadlineMetric(g);
   out.at = std::numeric_limits<double>::infinity();
@@ -168,7 +169,7 @@ Regression MakeRegression(const Group& g, std::vector<Suspect> scored, const Fle
   out.nodes = NodeHosts(g, fleet);
   AddEvidence(g, out);
   RankReleases(std::move(scored), options, out);
-  const std::string scope = ScopeOf(g, out, fleet);
+  const vocab::Scope scope = ScopeOf(g, out, fleet);
   out.causes.push_back({kind, scope, detail});
   out.summary = Sentence(out, kind, scope);
   return out;

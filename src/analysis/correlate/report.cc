@@ -44,7 +44,7 @@ Json RegressionJson(const Regression& r) {
   Json causes = Json::array();
   for (const RegressionCause& c : r.causes) {
     Json cj;
-    cj["kind"] = c.kind.empty() ? Json(nullptr) : Json(c.kind);
+    cj["kind"] = c.kind ? Json(*c.kind) : Json(nullptr);
     cj["scope"] = c.scope;
     if (!c.detail.empty()) cj["detail"] = c.detail;
     causes.push_back(std::move(cj));

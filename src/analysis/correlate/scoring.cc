@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -24,30 +25,44 @@
 namespace gpucanary::analysis::correlate {
 namespace {
 
+using vocab::CauseKind;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// How plausible it is that a release (rather than hardware) causes `kind`.
-double MechanismPlausibility(std::string_view kind, std::uint32_t xid) {
-  if (kind == "power_brake" || kind == "power_cap" || kind == "memory_thrash" ||
-      kind == "low_occupancy" || kind == "software_regression" || kind == "pcie_downtrain") {
-    return 1.0;
-  }
-  if (kind == "thermal_throttle") return 0.9;
-  if (kind == "xid_errors") {
-    const dcgm::XidInfo* info = dcgm::FindXid(xid);
-    if (info == nullptr) return 0.7;
-    switch (info->likely_source) {
-      case dcgm::XidSource::kSoftware:
-        return 1.0;
-      case dcgm::XidSource::kDriverFirmware:
-        return 0.8;
-      case dcgm::XidSource::kHardware:
-        return 0.4;
+// How plausible it is that a release (rather than hardware) causes `kind`;
+// 0.6 when no mechanism is named.
+double MechanismPlausibility(std::optional<CauseKind> kind, std::uint32_t xid) {
+  if (!kind) return 0.6;
+  switch (*kind) {
+    case CauseKind::kPowerBrake:
+    case CauseKind::kPowerCap:
+    case CauseKind::kMemoryThrash:
+    case CauseKind::kLowOccupancy:
+    case CauseKind::kSoftwareRegression:
+    case CauseKind::kPcieDowntrain:
+      return 1.0;
+    case CauseKind::kThermalThrottle:
+      return 0.9;
+    case CauseKind::kXidErrors: {
+      const dcgm::XidInfo* info = dcgm::FindXid(xid);
+      if (info == nullptr) return 0.7;
+      switch (info->likely_source) {
+        case dcgm::XidSource::kSoftware:
+          return 1.0;
+        case dcgm::XidSource::kDriverFirmware:
+          return 0.8;
+        case dcgm::XidSource::kHardware:
+          return 0.4;
+      }
+      return 0.6;
     }
+    case CauseKind::kHwSlowdown:
+      return 0.6;
+    case CauseKind::kPcieErrors:
+      return 0.5;
+    case CauseKind::kEccErrors:
+      return 0.4;
   }
-  if (kind == "hw_slowdown") return 0.6;
-  if (kind == "pcie_errors") return 0.5;
-  if (kind == "ecc_errors") return 0.4;
   return 0.6;
 }
 
@@ -218,7 +233,7 @@ std::string NodesPhrase(const Measured& m, const Reach& r, const FleetSeries& fl
 
 // The suspect's reason, in words, for an SRE.
 std::string Reason(const Group& g, const Reach& r, const FleetSeries& fleet, const Measured& m,
-                   std::string_view kind, double mechanism) {
+                   std::optional<CauseKind> kind, double mechanism) {
   const double changed = static_cast<double>(g.node_onset.size());
   const double shared = static_cast<double>(m.lags.size());
   std::string why = NodesPhrase(m, r, fleet);
@@ -233,9 +248,10 @@ std::string Reason(const Group& g, const Reach& r, const FleetSeries& fleet, con
   char dose[64];
   std::snprintf(dose, sizeof dose, "; dose r=%.2f", std::isnan(m.corr) ? 0.0 : m.corr);
   why += dose;
-  if (!kind.empty()) {
-    why += mechanism >= 0.9 ? "; " + std::string(kind) + " is a mechanism a release can cause"
-                            : "; " + std::string(kind) + " points more to hardware";
+  if (kind) {
+    const std::string name(vocab::Name(*kind));
+    why += mechanism >= 0.9 ? "; " + name + " is a mechanism a release can cause"
+                            : "; " + name + " points more to hardware";
   }
   return why;
 }
@@ -243,7 +259,7 @@ std::string Reason(const Group& g, const Reach& r, const FleetSeries& fleet, con
 // Release `r` scored on `g`; the nodes it explains (on its nodes, on time)
 // go to `explained` when not null.
 Suspect Score(const Group& g, const Reach& r, const FleetSeries& fleet,
-              const CorrelateOptions& options, std::string_view kind, std::uint32_t xid,
+              const CorrelateOptions& options, std::optional<CauseKind> kind, std::uint32_t xid,
               std::set<int>* explained) {
   Suspect s;
   s.release = r.release->id;
@@ -266,8 +282,9 @@ Suspect Score(const Group& g, const Reach& r, const FleetSeries& fleet,
 Scored ScoreReleases(const Group& g, const std::vector<Reach>& reaches, const FleetSeries& fleet,
                      const CorrelateOptions& options) {
   const Episode& first = *g.episodes.front();
-  const std::uint32_t xid =
-      first.kind == "xid_errors" ? fleet.xid_codes[static_cast<std::size_t>(first.gpu)] : 0;
+  const std::uint32_t xid = first.kind == CauseKind::kXidErrors
+                                ? fleet.xid_codes[static_cast<std::size_t>(first.gpu)]
+                                : 0;
   Scored out;
   out.explained.resize(reaches.size());
   for (std::size_t i = 0; i < reaches.size(); ++i) {
