@@ -26,7 +26,8 @@ class CAPABILITY("mutex") Mutex {
 
   void Lock() ACQUIRE() { mu_.lock(); }
   void Unlock() RELEASE() { mu_.unlock(); }
-  // Tells the analysis the lock is held where it cannot see it; checks nothing at run time.
+  // Tells the analysis the lock is held where it cannot see it (a lambda that a template runs
+  // under the caller's lock); checks nothing at run time.
   void AssertHeld() const ASSERT_CAPABILITY(this) {}
 
  private:
@@ -45,21 +46,40 @@ class CAPABILITY("shared_mutex") SharedMutex {
   void Unlock() RELEASE() { mu_.unlock(); }
   void LockShared() ACQUIRE_SHARED() { mu_.lock_shared(); }
   void UnlockShared() RELEASE_SHARED() { mu_.unlock_shared(); }
+  // Tell the analysis the lock is held (exclusively / shared) where it cannot see it, e.g. in
+  // a lambda that a template runs under the caller's lock; they check nothing at run time.
+  void AssertHeld() const ASSERT_CAPABILITY(this) {}
+  void AssertReaderHeld() const ASSERT_SHARED_CAPABILITY(this) {}
 
  private:
   std::shared_mutex mu_;
 };
 
-// Holds a Mutex from construction to the end of the scope (std::lock_guard).
+// Holds a Mutex from construction to the end of the scope (std::unique_lock): Unlock lets it
+// go for a stretch that must not hold it (a slow call, a callback) and Lock takes it back.
 class SCOPED_CAPABILITY MutexLock {
  public:
   explicit MutexLock(Mutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.Lock(); }
-  ~MutexLock() RELEASE() { mu_.Unlock(); }
+  ~MutexLock() RELEASE() {
+    if (held_) mu_.Unlock();
+  }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
+  // REQUIRES: held (the first call, or after Lock).
+  void Unlock() RELEASE() {
+    mu_.Unlock();
+    held_ = false;
+  }
+  // REQUIRES: not held (after Unlock).
+  void Lock() ACQUIRE() {
+    mu_.Lock();
+    held_ = true;
+  }
+
  private:
   Mutex& mu_;
+  bool held_ = true;
 };
 
 // Holds a SharedMutex exclusively for the scope (std::unique_lock<std::shared_mutex>).
