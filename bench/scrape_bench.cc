@@ -21,13 +21,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "model/labels.h"
 #include "net/gzip.h"
 #include "net/http_client.h"
@@ -54,7 +54,7 @@ class CountingAppendable final : public store::Appendable {
   }
   std::uint64_t samples() const { return samples_.load(); }
   std::uint64_t series() const {
-    std::lock_guard lock(mu_);
+    gpucanary::MutexLock lock(mu_);
     return refs_.size();
   }
 
@@ -64,7 +64,7 @@ class CountingAppendable final : public store::Appendable {
     explicit CountingAppender(CountingAppendable& owner) : owner_(owner) {}
     Result<store::SeriesRef> Series(const model::Labels& labels) override {
       const std::uint64_t h = model::LabelsHash(labels);
-      std::lock_guard lock(owner_.mu_);
+      gpucanary::MutexLock lock(owner_.mu_);
       return owner_.refs_.emplace(h, owner_.refs_.size()).first->second;
     }
     Status Append(store::SeriesRef, std::int64_t, double) override {
@@ -85,8 +85,8 @@ class CountingAppendable final : public store::Appendable {
     std::size_t pending_ = 0;
   };
 
-  mutable std::mutex mu_;
-  std::unordered_map<std::uint64_t, store::SeriesRef> refs_;
+  mutable gpucanary::Mutex mu_;
+  std::unordered_map<std::uint64_t, store::SeriesRef> refs_ GUARDED_BY(mu_);
   std::atomic<std::uint64_t> samples_{0};
 };
 

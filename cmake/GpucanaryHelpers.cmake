@@ -6,7 +6,9 @@ target_compile_options(gpucanary_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
   -Wcast-align -Woverloaded-virtual -Wconversion -Wsign-conversion
   -Wnull-dereference -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough
-  $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety>)
+  $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety -Werror=thread-safety>)
+# -Werror=thread-safety: a GUARDED_BY member touched without its lock (core/thread_annotations.h)
+# fails the clang build instead of scrolling past as a warning.
 
 if(GPUCANARY_SANITIZE)
   string(REPLACE ";" "," _gc_san "${GPUCANARY_SANITIZE}")

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,7 +27,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -42,6 +40,7 @@
 #include "canary/manager.h"
 #include "canary/test_util.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "expfmt/reader.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -476,8 +475,8 @@ TEST_F(PrometheusHistorySourceTest, PrometheusDownLeavesTheStoresOwnTicks) {
 
 TEST_F(PrometheusHistorySourceTest, TheReplayWaitsForAFetchInFlight) {
   // A Prometheus that answers only when the test lets it.
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool open = false;
   const std::string answer =
       R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":)"
@@ -485,8 +484,8 @@ TEST_F(PrometheusHistorySourceTest, TheReplayWaitsForAFetchInFlight) {
       std::to_string(t0_ + 3) + R"(.5,"1410"]]}]}})";
   net::HttpServer server{net::HttpServer::Options{}};
   auto port = server.Listen("127.0.0.1", 0, [&](const net::HttpRequest&, net::HttpResponse& r) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return open; });
+    MutexLock lock(mu);
+    cv.Wait(mu, [&]() REQUIRES(mu) { return open; });
     r.status = 200;
     r.content_type = "application/json";
     r.body = answer;
@@ -496,10 +495,10 @@ TEST_F(PrometheusHistorySourceTest, TheReplayWaitsForAFetchInFlight) {
 
   const auto open_gate = [&] {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       open = true;
     }
-    cv.notify_all();
+    cv.NotifyAll();
   };
 
   store::Store& empty = StoreFrom({});

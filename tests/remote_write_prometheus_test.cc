@@ -15,12 +15,12 @@
 #include <bit>
 #include <cmath>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/http_server.h"
 #include "prometheus_process.h"
 #include "promql/client.h"
@@ -39,7 +39,7 @@ using test::WaitFor;
 class Exporter {
  public:
   std::string Render() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++scrapes_;
     std::string text =
         "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n" + Gauge("DCGM_FI_DEV_GPU_TEMP", "0", "41") +
@@ -51,7 +51,7 @@ class Exporter {
     return text;
   }
   void RemoveGpu1() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     gpu1_ = false;
   }
 
@@ -62,9 +62,9 @@ class Exporter {
            "\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-1\"} " + value + "\n";
   }
 
-  std::mutex mu_;
-  int scrapes_ = 0;   // guarded by mu_
-  bool gpu1_ = true;  // guarded by mu_
+  Mutex mu_;
+  int scrapes_ GUARDED_BY(mu_) = 0;
+  bool gpu1_ GUARDED_BY(mu_) = true;
 };
 
 model::Labels Gpu(const std::string& name, const std::string& gpu, const std::string& instance) {
@@ -119,7 +119,7 @@ class RemoteWritePrometheusTest : public ::testing::Test {
     Result<remote::WriteRequest> r = remote::DecodeWriteRequest(
         req.body, req.Header("content-encoding"), req.Header("content-type"));
     if (!r) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const remote::TimeSeries& ts : r->timeseries) {
       for (const remote::Sample& s : ts.samples) {
         if (!rejected_seen_.insert({model::LabelsToString(ts.labels), s.timestamp_ms}).second) {
@@ -164,9 +164,9 @@ class RemoteWritePrometheusTest : public ::testing::Test {
   std::unique_ptr<net::HttpServer> server_;
   std::string endpoint_;
   std::unique_ptr<test::PrometheusProcess> prometheus_;
-  std::mutex mu_;
-  std::set<std::pair<std::string, std::int64_t>> rejected_seen_;  // guarded by mu_
-  int rejected_twice_ = 0;                                        // guarded by mu_
+  Mutex mu_;
+  std::set<std::pair<std::string, std::int64_t>> rejected_seen_ GUARDED_BY(mu_);
+  int rejected_twice_ GUARDED_BY(mu_) = 0;
 };
 
 TEST_F(RemoteWritePrometheusTest, SamplesArriveExactlyAndErrorsFollowTheSpec) {
@@ -235,7 +235,7 @@ TEST_F(RemoteWritePrometheusTest, SamplesArriveExactlyAndErrorsFollowTheSpec) {
   EXPECT_EQ(rejected.requests_accepted, 0U);
   EXPECT_GT(rejected.error(WriteError::kSeriesLimit), 0U);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     EXPECT_GT(rejected_seen_.size(), 0U);
     EXPECT_EQ(rejected_twice_, 0);
   }

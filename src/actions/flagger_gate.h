@@ -8,9 +8,10 @@
 // Thread-safe.
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
+
+#include "core/mutex.h"
 
 namespace gpucanary::actions {
 
@@ -26,8 +27,8 @@ class FlaggerGate {
   std::optional<std::string> Reason(const std::string& key) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> rollback_;  // GUARDED_BY(mu_): key -> reason
+  mutable Mutex mu_;
+  std::map<std::string, std::string> rollback_ GUARDED_BY(mu_);  // key -> reason
 };
 
 }  // namespace gpucanary::actions

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/mutex.h"
+
 namespace gpucanary::actions {
 
 Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
@@ -12,10 +14,10 @@ Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
 
 Runner::~Runner() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   worker_.join();
 }
 
@@ -27,7 +29,7 @@ RunTicket Runner::Finish(Incident incident, TelemetryWriter telemetry, std::set<
   const std::string id = incident.Key();
   std::size_t queued = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!seen_.insert(id).second) {
       const bool done = done_.count(id) != 0;
       return {false, "canary " + id + ": actions already " +
@@ -38,49 +40,49 @@ RunTicket Runner::Finish(Incident incident, TelemetryWriter telemetry, std::set<
       queued += done.contains(action.name) ? 0 : 1;
     queue_.push_back({std::move(incident), std::move(telemetry), std::move(done)});
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   return {true, "canary " + id + ": " + std::to_string(queued) + " actions queued"};
 }
 
 void Runner::Seed(const std::vector<std::string>& keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   seen_.insert(keys.begin(), keys.end());
 }
 
 std::vector<ActionOutcome> Runner::Wait(const std::string& key) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // A canary that was never queued here (unknown, or only Seed()ed) has
   // nothing to wait for.
-  const auto queued = [&] {
+  const auto queued = [&]() REQUIRES(mu_) {
     if (busy_ && running_ == key) return true;
     for (const Job& j : queue_) {
       if (j.incident.Key() == key) return true;
     }
     return false;
   };
-  changed_.wait(lock, [&] { return done_.count(key) != 0 || !queued(); });
+  changed_.Wait(mu_, [&]() REQUIRES(mu_) { return done_.count(key) != 0 || !queued(); });
   auto it = done_.find(key);
   return it == done_.end() ? std::vector<ActionOutcome>{} : it->second;
 }
 
 std::optional<std::vector<ActionOutcome>> Runner::Outcomes(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = done_.find(key);
   if (it == done_.end()) return std::nullopt;
   return it->second;
 }
 
 void Runner::WaitIdle() {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  MutexLock lock(mu_);
+  changed_.Wait(mu_, [&]() REQUIRES(mu_) { return queue_.empty() && !busy_; });
 }
 
 void Runner::Work() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      changed_.Wait(mu_, [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       // Stopping still drains the queue: a failed canary's actions are the
       // point of the circuit breaker.
       if (queue_.empty()) return;
@@ -110,12 +112,12 @@ void Runner::Work() {
     }
     if (options_.on_done) options_.on_done(job.incident, outcomes);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done_[job.incident.Key()] = std::move(outcomes);
       busy_ = false;
       running_.clear();
     }
-    changed_.notify_all();
+    changed_.NotifyAll();
   }
 }
 

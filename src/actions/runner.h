@@ -16,12 +16,10 @@
 // Thread-safe. The destructor finishes the incidents already queued (each
 // action is bounded by its timeouts) and joins the worker.
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,6 +31,7 @@
 #include "actions/flagger_gate.h"
 #include "actions/incident.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 
 namespace gpucanary::actions {
 
@@ -90,15 +89,15 @@ class Runner {
   std::unique_ptr<Clock> own_clock_;
   Clock* clock_;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Job> queue_;                                   // GUARDED_BY(mu_)
-  std::set<std::string> seen_;                              // GUARDED_BY(mu_)
-  std::map<std::string, std::vector<ActionOutcome>> done_;  // GUARDED_BY(mu_)
-  bool busy_ = false;                                       // GUARDED_BY(mu_)
-  std::string running_;    // GUARDED_BY(mu_): the incident key being run while busy_
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  std::thread worker_;     // last: started once the rest is built
+  mutable Mutex mu_;
+  CondVar changed_;
+  std::deque<Job> queue_ GUARDED_BY(mu_);
+  std::set<std::string> seen_ GUARDED_BY(mu_);
+  std::map<std::string, std::vector<ActionOutcome>> done_ GUARDED_BY(mu_);
+  bool busy_ GUARDED_BY(mu_) = false;
+  std::string running_ GUARDED_BY(mu_);  // the incident key being run while busy_
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::thread worker_;  // last: started once the rest is built
 };
 
 }  // namespace gpucanary::actions

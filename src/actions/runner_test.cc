@@ -3,11 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "actions/test_util.h"
+#include "core/mutex.h"
 
 namespace gpucanary::actions {
 namespace {
@@ -27,7 +27,7 @@ ActionConfig Hook(const std::string& name, const std::string& url) {
 TEST(RunnerTest, RunsEachCanaryOnceInConfigOrderAndReportsEveryOutcome) {
   test::Receiver first, second;
   FlaggerGate gate;
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::string> recorded;  // "canary/name/ok"
   int done_calls = 0;
   ActionConfig flagger;
@@ -38,11 +38,11 @@ TEST(RunnerTest, RunsEachCanaryOnceInConfigOrderAndReportsEveryOutcome) {
   options.actions = {Hook("first", first.Url("/a")), flagger, Hook("second", second.Url("/b"))};
   options.flagger_gate = &gate;
   options.on_outcome = [&](const Incident& i, const ActionOutcome& o) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     recorded.push_back(i.canary_id + "/" + o.name + "/" + (o.ok ? "ok" : "failed"));
   };
   options.on_done = [&](const Incident&, const std::vector<ActionOutcome>& all) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     EXPECT_EQ(all.size(), 3U);
     ++done_calls;
   };
@@ -66,7 +66,7 @@ TEST(RunnerTest, RunsEachCanaryOnceInConfigOrderAndReportsEveryOutcome) {
   runner.WaitIdle();
   EXPECT_EQ(first.requests().size(), 1U);
   EXPECT_EQ(second.requests().size(), 1U);
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   EXPECT_THAT(recorded, ::testing::ElementsAre("canary-7/first/ok", "canary-7/flagger/ok",
                                                "canary-7/second/ok"));
   EXPECT_EQ(done_calls, 1);

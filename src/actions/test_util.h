@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "actions/incident.h"
+#include "core/mutex.h"
 #include "net/http_server.h"
 
 namespace gpucanary::actions::test {
@@ -46,7 +46,7 @@ class Receiver {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
   std::vector<net::HttpRequest> requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return requests_;
   }
   void Stop() { server_.Stop(); }
@@ -60,7 +60,7 @@ class Receiver {
   void Handle(const net::HttpRequest& req, net::HttpResponse& res) {
     std::size_t n = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       n = requests_.size();
       requests_.push_back(req);
     }
@@ -74,8 +74,8 @@ class Receiver {
   std::uint16_t port_ = 0;
   const std::vector<int> statuses_;
   const int delay_ms_;
-  mutable std::mutex mu_;
-  std::vector<net::HttpRequest> requests_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::vector<net::HttpRequest> requests_ GUARDED_BY(mu_);
 };
 
 // A release-scoped power brake on node-4 plus a node-scoped XID fault on

@@ -9,6 +9,7 @@
 
 #include "analysis/live/store_source.h"
 #include "analysis/report/report_json.h"
+#include "core/mutex.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::canary {
@@ -215,7 +216,7 @@ Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
   std::sort(canary.begin(), canary.end());
   canary.erase(std::unique(canary.begin(), canary.end()), canary.end());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (canaries_.contains(request.release_id)) {
       return Error(StatusCode::kAlreadyExists,
                    "release " + request.release_id + " already has a canary");
@@ -250,10 +251,10 @@ Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
       (baseline.empty() ? " (none matched: judged against its own history)" : ""));
   const std::string id = c.view.id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     canaries_.emplace(id, std::move(*built));
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   return id;
 }
 
@@ -262,7 +263,7 @@ Status CanaryManager::Resume() {
   if (!records) return records.error();
   for (const store::CanaryRecord& r : *records) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (canaries_.contains(r.id)) continue;
     }
     if (vocab::Parse<CanaryState>(r.state) != CanaryState::kRunning) {
@@ -293,10 +294,10 @@ Status CanaryManager::Resume() {
     all.insert(all.end(), baseline.begin(), baseline.end());
     if (hooks_.set_fast) hooks_.set_fast(r.id, all);
     Log("canary " + r.id + ": resumed; replaying its window from the store");
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     canaries_.emplace(r.id, std::move(*built));
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   return Status::Ok();
 }
 
@@ -345,16 +346,16 @@ Status CanaryManager::RestoreEnded(const store::CanaryRecord& r) {
   if (c->view.report.last_tick) {
     c->view.last_tick = static_cast<std::int64_t>(*c->view.report.last_tick);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   canaries_.emplace(r.id, std::move(c));
   return Status::Ok();
 }
 
 Status CanaryManager::Stop(std::string_view id, std::string_view reason) {
-  std::lock_guard<std::mutex> poll(poll_mu_);  // not in the middle of its step
+  MutexLock poll(poll_mu_);  // not in the middle of its step
   Canary* c = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = canaries_.find(id);
     if (it == canaries_.end()) {
       return Status(StatusCode::kNotFound, "no canary " + std::string(id));
@@ -389,7 +390,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
     Result<bool> more = c.replay->Next(c.tick);
     if (!more) {
       Log("canary " + c.view.id + ": " + more.error().message() + "; aborted");
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       c.view.state = CanaryState::kAborted;
       c.view.ended_at = Seconds(now_ms);
       c.view.report.notes.push_back("aborted: " + more.error().message());
@@ -420,7 +421,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   const bool changed =
       report.verdict != c.persisted_verdict || report.causes.size() != c.persisted_causes || ended;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     c.view.report = std::move(report);
     c.view.last_tick =
         c.view.report.last_tick
@@ -439,7 +440,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   if (state == CanaryState::kFailed && hooks_.on_fail) {
     CanaryView view;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       view = c.view;
     }
     hooks_.on_fail(view);
@@ -457,7 +458,7 @@ void CanaryManager::NotifyNodeFaults(Canary& c) {
   if (fresh.empty() || !hooks_.on_node_fault) return;
   CanaryView view;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     view = c.view;
   }
   for (const std::string& node : fresh) {
@@ -467,10 +468,10 @@ void CanaryManager::NotifyNodeFaults(Canary& c) {
 }
 
 void CanaryManager::Poll() {
-  std::lock_guard<std::mutex> poll(poll_mu_);
+  MutexLock poll(poll_mu_);
   std::vector<Canary*> running;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [id, c] : canaries_) {
       if (c->view.state == CanaryState::kRunning) running.push_back(c.get());
     }
@@ -480,7 +481,7 @@ void CanaryManager::Poll() {
 }
 
 std::optional<CanaryView> CanaryManager::Get(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = canaries_.find(id);
   if (it == canaries_.end()) return std::nullopt;
   return it->second->view;
@@ -489,7 +490,7 @@ std::optional<CanaryView> CanaryManager::Get(std::string_view id) const {
 std::vector<CanaryView> CanaryManager::List() const {
   std::vector<CanaryView> out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, c] : canaries_) out.push_back(c->view);
   }
   std::sort(out.begin(), out.end(), [](const CanaryView& a, const CanaryView& b) {
@@ -499,27 +500,27 @@ std::vector<CanaryView> CanaryManager::List() const {
 }
 
 void CanaryManager::StartThread() {
-  std::lock_guard<std::mutex> lock(thread_mu_);
+  MutexLock lock(thread_mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> guard(thread_mu_);
+    MutexLock guard(thread_mu_);
     while (!stopping_) {
-      guard.unlock();
+      guard.Unlock();
       Poll();
-      guard.lock();
-      wake_.wait_for(guard, std::chrono::milliseconds(options_.poll_ms),
-                     [this] { return stopping_; });
+      guard.Lock();
+      wake_.WaitFor(thread_mu_, std::chrono::milliseconds(options_.poll_ms),
+                    [this]() REQUIRES(thread_mu_) { return stopping_; });
     }
   });
 }
 
 void CanaryManager::StopThread() {
   {
-    std::lock_guard<std::mutex> lock(thread_mu_);
+    MutexLock lock(thread_mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -16,12 +16,10 @@
 // Thread-safe.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +30,7 @@
 #include "analysis/policy/policy.h"
 #include "canary/history.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "model/matcher.h"
 #include "store/meta_db.h"
@@ -145,13 +144,13 @@ class CanaryManager {
   CanaryOptions options_;
   CanaryHooks hooks_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Canary>, std::less<>> canaries_;  // GUARDED_BY(mu_)
-  std::mutex poll_mu_;                                                    // one Poll at a time
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Canary>, std::less<>> canaries_ GUARDED_BY(mu_);
+  Mutex poll_mu_;  // one Poll at a time
 
-  std::mutex thread_mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  Mutex thread_mu_;
+  CondVar wake_;
+  bool stopping_ GUARDED_BY(thread_mu_) = false;
   std::thread thread_;
 };
 

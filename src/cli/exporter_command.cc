@@ -15,7 +15,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -23,6 +22,7 @@
 #include "cli/ready_file.h"
 #include "config/yaml_fields.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "net/http_server.h"
 #include "nvml/collector.h"
 #include "nvml/library.h"
@@ -174,13 +174,13 @@ Status Run(const ExporterFlags& flags, CommandContext& ctx) {
 
   auto library = nvml::Library::Open(flags.library);
   if (!library) return library.error();
-  std::mutex log_mu;
+  Mutex log_mu;
   nvml::CollectorOptions options;
   options.hostname = flags.hostname.empty() ? nvml::DefaultHostname() : flags.hostname;
   options.gpm = !flags.no_gpm;
   options.xid_events = !flags.no_xid_events;
   options.log = [&](std::string_view line) {
-    const std::lock_guard lock(log_mu);
+    const MutexLock lock(log_mu);
     ctx.err << "gpucanary exporter: " << line << "\n";
     ctx.err.flush();
   };

@@ -10,13 +10,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "cli/command.h"
 #include "cli/ready_file.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "daemon/daemon.h"
 #include "daemon/serve_config.h"
 
@@ -41,10 +41,10 @@ Status Serve(const ServeFlags& flags, CommandContext& ctx) {
     config->listen_host = overridden->listen_host;
     config->listen_port = overridden->listen_port;
   }
-  std::mutex log_mu;
+  Mutex log_mu;
   daemon::DaemonOptions options;
   options.log = [&](std::string_view line) {
-    std::lock_guard<std::mutex> lock(log_mu);
+    MutexLock lock(log_mu);
     ctx.err << line << "\n";
     ctx.err.flush();
   };

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace gpucanary {
@@ -20,31 +21,31 @@ void RealClock::SleepUntilMs(std::int64_t deadline_ms) {
 }
 
 std::int64_t ManualClock::NowMs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return now_ms_;
 }
 
 void ManualClock::SleepUntilMs(std::int64_t deadline_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  moved_.wait(lock, [&] { return now_ms_ >= deadline_ms; });
+  MutexLock lock(mu_);
+  moved_.Wait(mu_, [&]() REQUIRES(mu_) { return now_ms_ >= deadline_ms; });
 }
 
 void ManualClock::Advance(std::int64_t delta_ms) {
   GC_CHECK(delta_ms >= 0, "ManualClock cannot go backwards");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     now_ms_ += delta_ms;
   }
-  moved_.notify_all();
+  moved_.NotifyAll();
 }
 
 void ManualClock::Set(std::int64_t now_ms) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     GC_CHECK(now_ms >= now_ms_, "ManualClock cannot go backwards");
     now_ms_ = now_ms;
   }
-  moved_.notify_all();
+  moved_.NotifyAll();
 }
 
 }  // namespace gpucanary

@@ -4,9 +4,9 @@
 // rules, the simulator) reads a Clock, so tests and offline runs use
 // ManualClock and run at full speed, deterministically, without sleeping.
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+
+#include "core/mutex.h"
 
 namespace gpucanary {
 
@@ -42,9 +42,9 @@ class ManualClock final : public Clock {
   void Set(std::int64_t now_ms);
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable moved_;
-  std::int64_t now_ms_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar moved_;
+  std::int64_t now_ms_ GUARDED_BY(mu_);
 };
 
 }  // namespace gpucanary

@@ -1,12 +1,11 @@
 #include "daemon/daemon.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 #include <utility>
 
+#include "core/mutex.h"
 #include "core/time_format.h"
 #include "daemon/api_format.h"
 #include "daemon/auth.h"
@@ -74,9 +73,9 @@ class Daemon::Impl {
   std::unique_ptr<net::HttpServer> http_;
   std::uint16_t port_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread retention_;
 };
 
@@ -143,11 +142,11 @@ Status Daemon::Impl::Start() {
 
 void Daemon::Impl::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (retention_.joinable()) retention_.join();
   if (http_) http_->Stop();
   if (canaries_) canaries_->Stop();  // finishes running actions
@@ -166,15 +165,15 @@ void Daemon::Impl::Stop() {
 }
 
 void Daemon::Impl::RetentionLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.retention_interval_ms));
+    cv_.WaitFor(mu_, std::chrono::milliseconds(options_.retention_interval_ms));
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     if (Status s = store_->ApplyRetention(clock_.NowMs()); !s.ok()) {
       Log("serve: retention: " + s.message());
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/mutex.h"
 #include "daemon/api_format.h"
 #include "model/family_writer.h"
 #include "net/url.h"
@@ -110,7 +111,7 @@ void ReleaseApi::Post(const net::HttpRequest& request, net::HttpResponse& respon
     ReplyApiError(response, 400, "bad_data", release.error().message());
     return;
   }
-  std::lock_guard<std::mutex> lock(post_mu_);
+  MutexLock lock(post_mu_);
   auto existing = meta_.GetRelease(release->id);
   if (!existing) {
     ReplyApiError(response, 500, "internal", existing.error().message());

@@ -17,12 +17,12 @@
 // Thread-safe.
 
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "daemon/router.h"
 #include "daemon/serve_config.h"
 #include "net/http_message.h"
@@ -73,7 +73,7 @@ class ReleaseApi {
   OnRelease on_release_;
   // One POST at a time: "is it new?" and "store it" must not interleave, or
   // two identical POSTs could both answer 201 and publish twice.
-  std::mutex post_mu_;
+  Mutex post_mu_;
   Router router_;  // its routes call the members above
 };
 

@@ -9,12 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/mutex.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "net/http_client.h"
@@ -43,10 +42,10 @@ class Sink {
   Sink() {
     auto port = server_.Listen("127.0.0.1", 0,
                                [this](const net::HttpRequest& req, net::HttpResponse& resp) {
-                                 std::unique_lock<std::mutex> lock(mu_);
+                                 MutexLock lock(mu_);
                                  requests_.push_back(req);
-                                 cv_.notify_all();
-                                 cv_.wait(lock, [&] { return !hold_; });
+                                 cv_.NotifyAll();
+                                 cv_.Wait(mu_, [&]() REQUIRES(mu_) { return !hold_; });
                                  resp.status = status_;
                                  resp.body = "{}";
                                });
@@ -55,31 +54,32 @@ class Sink {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::vector<net::HttpRequest> requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return requests_;
   }
   void set_status(int status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     status_ = status;
   }
   void Hold(bool hold) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       hold_ = hold;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   bool WaitForRequests(std::size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return requests_.size() >= n; });
+    MutexLock lock(mu_);
+    return cv_.WaitFor(mu_, std::chrono::seconds(10),
+                       [&]() REQUIRES(mu_) { return requests_.size() >= n; });
   }
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<net::HttpRequest> requests_;
-  int status_ = 200;
-  bool hold_ = false;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::vector<net::HttpRequest> requests_ GUARDED_BY(mu_);
+  int status_ GUARDED_BY(mu_) = 200;
+  bool hold_ GUARDED_BY(mu_) = false;
   net::HttpServer server_{net::HttpServer::Options{}};
   std::uint16_t port_ = 0;
 };
@@ -105,7 +105,7 @@ class ReleaseApiTest : public ::testing::Test {
     config.publish.attempts = 2;
     DaemonOptions options;
     options.log = [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mu_);
+      MutexLock lock(log_mu_);
       log_ += std::string(line) + "\n";
     };
     auto d = Daemon::Start(config, clock_, options);
@@ -130,7 +130,7 @@ class ReleaseApiTest : public ::testing::Test {
   }
 
   std::string Log() {
-    std::lock_guard<std::mutex> lock(log_mu_);
+    MutexLock lock(log_mu_);
     return log_;
   }
 
@@ -138,8 +138,8 @@ class ReleaseApiTest : public ::testing::Test {
   ManualClock clock_{kNowMs};
   std::unique_ptr<Daemon> daemon_;
   std::string url_;
-  std::mutex log_mu_;
-  std::string log_;
+  Mutex log_mu_;
+  std::string log_ GUARDED_BY(log_mu_);
 };
 
 TEST_F(ReleaseApiTest, PostThenGetKeepsTheAnnotationAsReceived) {

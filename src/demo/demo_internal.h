@@ -19,7 +19,6 @@
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "daemon/daemon.h"
 #include "demo/demo.h"
@@ -162,8 +162,8 @@ class Demo {
   std::string token_;
   std::unique_ptr<sim::LiveSim> sim_;
   std::unique_ptr<daemon::Daemon> daemon_;
-  std::ofstream daemon_log_;
-  std::mutex log_mu_;
+  std::ofstream daemon_log_ GUARDED_BY(log_mu_);
+  Mutex log_mu_;
   std::string control_;
   std::string api_;
   std::int64_t last_progress_ms_ = 0;

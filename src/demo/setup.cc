@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "analysis/policy/policy.h"
+#include "core/mutex.h"
 #include "daemon/daemon.h"
 #include "daemon/serve_config.h"
 #include "demo/demo_internal.h"
@@ -159,10 +159,13 @@ Status Demo::StartDaemon() {
       WriteFile(dir_ / "serve.yaml", ServeYaml(options_.port, sim_->control_port())));
   auto config = daemon::LoadServeConfig((dir_ / "serve.yaml").string());
   if (!config) return config.error();
-  daemon_log_.open(dir_ / "daemon.log", std::ios::app);
+  {
+    MutexLock lock(log_mu_);  // uncontended: the daemon that logs is not started yet
+    daemon_log_.open(dir_ / "daemon.log", std::ios::app);
+  }
   daemon::DaemonOptions daemon_options;
   daemon_options.log = [this](std::string_view line) {
-    std::lock_guard<std::mutex> lock(log_mu_);
+    MutexLock lock(log_mu_);
     daemon_log_ << line << "\n";
     daemon_log_.flush();
   };

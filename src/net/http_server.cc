@@ -16,12 +16,12 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/gzip.h"
 
 namespace gpucanary::net {
@@ -352,16 +352,17 @@ class HttpServer::Impl {
   ServerCore core_;
   std::atomic<double> finished_threads_cpu_{0};
 
-  // Serialises Listen, Start, Stop and stats; guards what follows.
-  mutable std::mutex mu_;
-  bool started_ = false;
-  bool stopped_ = false;
+  // Serialises Listen, Start, Stop and stats; guards what follows but ioc_, which the io
+  // threads read without it (Stop resets it under mu_ only after joining them).
+  mutable Mutex mu_;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
   // Destroyed in Stop, after the listeners: destroying it destroys the
   // handlers of pending operations, and with them the sessions and sockets.
   std::unique_ptr<asio::io_context> ioc_;
-  std::vector<std::unique_ptr<Listener>> listeners_;
-  std::vector<std::thread> threads_;
-  std::vector<pthread_t> thread_handles_;  // for their CPU clocks
+  std::vector<std::unique_ptr<Listener>> listeners_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
+  std::vector<pthread_t> thread_handles_ GUARDED_BY(mu_);  // for their CPU clocks
 };
 
 Status HttpServer::Impl::Validate() const {
@@ -381,7 +382,7 @@ Status HttpServer::Impl::Validate() const {
 Result<std::uint16_t> HttpServer::Impl::Listen(const std::string& host, std::uint16_t port,
                                                Handler handler) {
   const std::string where = "listen " + HostPort(host, port);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) return Error(StatusCode::kUnavailable, where + ": server stopped");
   GC_RETURN_IF_ERROR(Validate());
   if (!handler) return Error(StatusCode::kInvalidArgument, where + ": empty handler");
@@ -431,7 +432,7 @@ void HttpServer::Impl::Accept(Listener* listener) {
 }
 
 Status HttpServer::Impl::Start() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) return Error(StatusCode::kUnavailable, "HttpServer::Start: server stopped");
   if (started_) return Error(StatusCode::kInvalidArgument, "HttpServer::Start called twice");
   GC_RETURN_IF_ERROR(Validate());
@@ -459,7 +460,7 @@ void HttpServer::Impl::RunIoThread() {
 }
 
 void HttpServer::Impl::Stop() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) return;
   stopped_ = true;
   core_.stopping.store(true);
@@ -480,7 +481,7 @@ HttpServer::Stats HttpServer::Impl::stats() const {
   s.open_connections = core_.open.load(std::memory_order_relaxed);
   s.requests = core_.requests.load(std::memory_order_relaxed);
   s.handler_exceptions = core_.handler_exceptions.load(std::memory_order_relaxed);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   s.io_cpu_seconds = finished_threads_cpu_.load();
   for (const pthread_t handle : thread_handles_) {
     clockid_t clock{};

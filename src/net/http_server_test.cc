@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/http_client.h"
 #include "net/test_util.h"
 
@@ -71,16 +71,16 @@ TEST(HttpServerTest, HandsTheHandlerTheParsedRequest) {
 }
 
 TEST(HttpServerTest, LowerCasesHeaderNames) {
-  std::mutex mu;  // the handler runs on the server's thread
+  Mutex mu;  // the handler runs on the server's thread
   std::vector<std::pair<std::string, std::string>> seen;
   TestServer t([&](const HttpRequest& req, HttpResponse&) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     seen = req.headers;
   });
   RawClient c(t.port);
   c.Send("GET / HTTP/1.1\r\nHost: x\r\nX-Mixed-Case: Value\r\n\r\n");
   ASSERT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 200 OK\r\n"));
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   EXPECT_THAT(seen,
               ::testing::Contains(std::pair<std::string, std::string>("x-mixed-case", "Value")));
   EXPECT_THAT(seen, ::testing::Contains(std::pair<std::string, std::string>("host", "x")));

@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/mutex.h"
 #include "dcgm/xid.h"
 #include "nvml/collector_internal.h"
 
@@ -153,7 +154,7 @@ void Collector::EventLoop() {
     }
     if (gpu == nullptr) continue;
     {
-      const std::lock_guard lock(mu_);
+      const MutexLock lock(mu_);
       gpu->last_xid = static_cast<double>(data.eventData);
       ++gpu->xids;
     }
@@ -182,7 +183,7 @@ std::size_t Collector::gpu_count() const { return gpus_.size(); }
 std::vector<GpuStatus> Collector::Status() const {
   std::vector<GpuStatus> out;
   out.reserve(gpus_.size());
-  const std::lock_guard lock(mu_);
+  const MutexLock lock(mu_);
   for (const std::unique_ptr<Gpu>& g : gpus_) {
     GpuStatus s;
     s.index = g->index;

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "core/mutex.h"
 #include "nvml/collector.h"
 #include "nvml/collector_internal.h"
 
@@ -87,7 +87,7 @@ void Collector::ReadGpu(Gpu& gpu, std::int64_t now_ms, dcgm::Readings& r) {
 
 void Collector::GpuReader::Read(std::int64_t now_ms) {
   {
-    const std::lock_guard lock(c_.mu_);
+    const MutexLock lock(c_.mu_);
     lost_ = gpu_.lost;
   }
   ReadClocks();
@@ -103,7 +103,7 @@ void Collector::GpuReader::Read(std::int64_t now_ms) {
   // sample in KB/s.
   if (!lost_ && !r_.Get(ExporterField::kPcieTxBytes)) ReadPcieTraffic();
 
-  const std::lock_guard lock(c_.mu_);
+  const MutexLock lock(c_.mu_);
   if (lost_) r_ = dcgm::Readings{};  // a lost GPU keeps only its last Xid
   if (gpu_.last_xid) r_.Set(ExporterField::kXidErrors, *gpu_.last_xid);
 }
@@ -113,7 +113,7 @@ void Collector::GpuReader::Read(std::int64_t now_ms) {
 bool Collector::GpuReader::Check(Query q, nvmlReturn_t rc) {
   if (rc == NVML_SUCCESS) return true;
   if (rc == NVML_ERROR_GPU_IS_LOST) {
-    const std::lock_guard lock(c_.mu_);
+    const MutexLock lock(c_.mu_);
     if (!gpu_.lost) {
       gpu_.lost = true;
       gpu_.lost_reason = std::string(kQueryNames[q]) + ": " + c_.lib_.ErrorText(rc);
@@ -128,7 +128,7 @@ bool Collector::GpuReader::Check(Query q, nvmlReturn_t rc) {
     return false;
   }
   {
-    const std::lock_guard lock(c_.mu_);
+    const MutexLock lock(c_.mu_);
     ++gpu_.errors;
   }
   if (!gpu_.error_logged.test(q)) {
@@ -392,17 +392,17 @@ void Collector::ApplyGpm(const Gpu& gpu, dcgm::Readings& r) {
 // call failed; the window's values are gone either way.
 void Collector::GpmSampleFailed(Gpu& gpu, nvmlReturn_t rc) {
   if (rc == NVML_ERROR_GPU_IS_LOST) {
-    const std::lock_guard lock(mu_);
+    const MutexLock lock(mu_);
     if (!gpu.lost) {
       gpu.lost = true;
       gpu.lost_reason = "nvmlGpmSampleGet: " + lib_.ErrorText(rc);
       Log("GPU " + std::to_string(gpu.index) + " is lost: " + gpu.lost_reason);
     }
   } else if (IsUnsupported(rc)) {
-    const std::lock_guard lock(mu_);
+    const MutexLock lock(mu_);
     gpu.gpm = false;
   } else {
-    const std::lock_guard lock(mu_);
+    const MutexLock lock(mu_);
     ++gpu.errors;
   }
   gpu.gpm_values = {};
@@ -425,7 +425,7 @@ bool Collector::GetGpmMetrics(Gpu& gpu, int next, std::int64_t now_ms) {
   gpu.gpm_sample_ms = now_ms;
   gpu.gpm_values = {};
   if (get_rc != NVML_SUCCESS) {
-    const std::lock_guard lock(mu_);
+    const MutexLock lock(mu_);
     ++gpu.errors;
     if (!gpu.error_logged.test(kQGpm)) {
       gpu.error_logged.set(kQGpm);

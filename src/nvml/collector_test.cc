@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "dcgm/readings.h"
 #include "expfmt/reader.h"
 #include "nvml/library.h"
@@ -129,7 +130,7 @@ struct Opened {
   std::unique_ptr<Library> library;
   std::unique_ptr<Collector> collector;
   std::vector<std::string> log;
-  std::mutex log_mu;
+  Mutex log_mu;
 };
 
 // Opens `library` on `fake`'s script at fake time 0 and starts a collector.
@@ -144,7 +145,7 @@ void Open(FakeNvml& fake, const std::string& library, Opened& o, bool xid_events
   options.xid_events = xid_events;
   options.event_wait_ms = 20;
   options.log = [&o](std::string_view line) {
-    const std::lock_guard lock(o.log_mu);
+    const MutexLock lock(o.log_mu);
     o.log.emplace_back(line);
   };
   auto c = Collector::Start(*o.library, options);
@@ -312,7 +313,7 @@ TEST(NvmlCollectorTest, XidEventsArriveOnTheirOwnThread) {
   ASSERT_TRUE(WaitUntil([&] { return o.collector->Status()[1].xids == 2; }));
   o.collector->Sample(1'002'000, s);
   EXPECT_EQ(Get(s, 1, ExporterField::kXidErrors), 13);  // the last Xid, as DCGM keeps it
-  const std::lock_guard lock(o.log_mu);
+  const MutexLock lock(o.log_mu);
   bool logged = false;
   for (const std::string& line : o.log) {
     logged = logged || line.find("Xid 31 (GPU memory page fault)") != std::string::npos;
@@ -514,12 +515,12 @@ TEST(NvmlSamplerTest, SamplesOnTheIntervalGridAndRefusesUnder100Ms) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(s.message().find("at least 100 ms"), std::string::npos);
   }
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::int64_t> times;
   Sampler::Options options;
   options.interval_ms = 1000;
   options.on_sample = [&](const Snapshot& s, std::string_view text, double) {
-    const std::lock_guard lock(mu);
+    const MutexLock lock(mu);
     times.push_back(s.time_ms);
     EXPECT_NE(text.find("DCGM_FI_DEV_SM_CLOCK"), std::string::npos);
   };
@@ -532,7 +533,7 @@ TEST(NvmlSamplerTest, SamplesOnTheIntervalGridAndRefusesUnder100Ms) {
         << "slot " << i << ": " << sampler.samples() << " samples";
   }
   sampler.Stop();
-  const std::lock_guard lock(mu);
+  const MutexLock lock(mu);
   EXPECT_EQ(times, (std::vector<std::int64_t>{1'000'050, 1'001'000, 1'002'000, 1'003'000}));
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "core/mutex.h"
 #include "model/family_writer.h"
 
 namespace gpucanary::nvml {
@@ -94,15 +95,15 @@ Status Sampler::Start() {
 
 void Sampler::Stop() {
   {
-    const std::lock_guard lock(mu_);
+    const MutexLock lock(mu_);
     stop_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 std::string Sampler::Latest() const {
-  const std::lock_guard lock(mu_);
+  const MutexLock lock(mu_);
   return latest_;
 }
 
@@ -114,7 +115,7 @@ void Sampler::SampleAt(std::int64_t now_ms) {
   text_.clear();
   RenderSnapshot(snapshot_, options_.render, seconds, text_);
   {
-    const std::lock_guard lock(mu_);
+    const MutexLock lock(mu_);
     latest_ = text_;
   }
   samples_.fetch_add(1);
@@ -129,13 +130,13 @@ void Sampler::Loop(std::int64_t next) {
     for (;;) {
       const std::int64_t now = clock_.NowMs();
       if (now >= next) break;
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return;
-      stop_cv_.wait_for(lock, std::chrono::milliseconds(std::min<std::int64_t>(next - now, 100)));
+      stop_cv_.WaitFor(mu_, std::chrono::milliseconds(std::min<std::int64_t>(next - now, 100)));
       if (stop_) return;
     }
     {
-      const std::lock_guard lock(mu_);
+      const MutexLock lock(mu_);
       if (stop_) return;
     }
     SampleAt(next);  // stamped with its slot, as the scraper stamps scrapes

@@ -12,15 +12,14 @@
 // Thread-safe.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "dcgm/exposition.h"
 #include "nvml/collector.h"
@@ -68,10 +67,10 @@ class Sampler {
   Snapshot snapshot_;  // sampling thread only
   std::string text_;   // sampling thread only
 
-  mutable std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;   // guarded by mu_
-  std::string latest_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar stop_cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::string latest_ GUARDED_BY(mu_);
   std::atomic<std::uint64_t> samples_{0};
   std::thread thread_;
 };

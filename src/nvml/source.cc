@@ -4,9 +4,9 @@
 
 #include <array>
 #include <cstdlib>
-#include <mutex>
 #include <utility>
 
+#include "core/mutex.h"
 #include "nvml/collector.h"
 #include "nvml/sampler.h"
 #include "scrape/ingester.h"
@@ -32,8 +32,8 @@ class Source::Impl {
   std::unique_ptr<Collector> collector_;
   std::unique_ptr<scrape::Ingester> ingester_;  // the sampling thread's, until Stop
   std::unique_ptr<Sampler> sampler_;
-  std::mutex mu_;
-  bool stopped_ = false;  // guarded by mu_
+  Mutex mu_;
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 Result<std::unique_ptr<Source>> Source::Start(store::Appendable& store, Clock& clock,
@@ -84,7 +84,7 @@ Source::~Source() { Stop(); }
 
 void Source::Stop() {
   {
-    const std::lock_guard lock(impl_->mu_);
+    const MutexLock lock(impl_->mu_);
     if (impl_->stopped_) return;
     impl_->stopped_ = true;
   }

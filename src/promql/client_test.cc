@@ -8,10 +8,10 @@
 
 #include <cmath>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/http_server.h"
 
 namespace gpucanary::promql {
@@ -72,7 +72,7 @@ class FakeApi {
 
   const std::string& url() const { return url_; }
   std::vector<Seen> seen() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return seen_;
   }
 
@@ -82,7 +82,7 @@ class FakeApi {
            ParseForm(req.method == "POST" ? std::string_view(req.body) : req.query),
            std::string(req.Header("authorization")), std::string(req.Header("x-scope-orgid"))};
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       seen_.push_back(s);
     }
     resp.content_type = "application/json";
@@ -138,8 +138,8 @@ class FakeApi {
 
   net::HttpServer server_{net::HttpServer::Options{}};
   std::string url_;
-  std::mutex mu_;
-  std::vector<Seen> seen_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<Seen> seen_ GUARDED_BY(mu_);
 };
 
 TEST(EncodingTest, UrlEncodeTimeAndBase64) {

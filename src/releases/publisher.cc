@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/mutex.h"
 #include "model/family_writer.h"
 #include "net/http_client.h"
 
@@ -132,10 +131,10 @@ class Publisher::Worker {
 
   ~Worker() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     thread_.join();
   }
   Worker(const Worker&) = delete;
@@ -143,7 +142,7 @@ class Publisher::Worker {
 
   void Push(std::string release_id, std::string body) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (queue_.size() >= config_.max_queue) {
         ++stats_.dropped;
         Log("release '" + release_id + "': dropped, " + std::to_string(queue_.size()) +
@@ -152,18 +151,18 @@ class Publisher::Worker {
       }
       queue_.push_back({std::move(release_id), std::move(body)});
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   SinkStats stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return stats_;
   }
 
   bool WaitIdle(int timeout_ms) const {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                        [&] { return queue_.empty() && !busy_; });
+    MutexLock lock(mu_);
+    return cv_.WaitFor(mu_, std::chrono::milliseconds(timeout_ms),
+                       [&]() REQUIRES(mu_) { return queue_.empty() && !busy_; });
   }
 
   const std::string& name() const { return name_; }
@@ -179,23 +178,23 @@ class Publisher::Worker {
   }
 
   void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      cv_.Wait(mu_, [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (stopping_) break;
       Job job = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
-      lock.unlock();
+      lock.Unlock();
       const Outcome outcome = Deliver(job);
-      lock.lock();
+      lock.Lock();
       busy_ = false;
       if (outcome == Outcome::kSent) {
         ++stats_.sent;
       } else if (outcome == Outcome::kGaveUp) {
         ++stats_.dropped;
       }
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
   }
 
@@ -216,7 +215,7 @@ class Publisher::Worker {
                              : response.error().message();
       const bool retry = Retryable(status) && attempt < config_.attempts;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.failures;
       }
       const std::string head = "release '" + job.release_id + "': attempt " +
@@ -227,8 +226,9 @@ class Publisher::Worker {
         return Outcome::kGaveUp;
       }
       Log(head + "; retrying in " + std::to_string(backoff_ms) + " ms");
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; })) {
+      MutexLock lock(mu_);
+      if (cv_.WaitFor(mu_, std::chrono::milliseconds(backoff_ms),
+                      [&]() REQUIRES(mu_) { return stopping_; })) {
         return Outcome::kStopped;
       }
       backoff_ms = std::min(backoff_ms * 2, config_.max_backoff_ms);
@@ -247,12 +247,12 @@ class Publisher::Worker {
   const PublishConfig config_;  // a copy: the worker may outlive nothing it points to
   const std::function<void(std::string_view)> log_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::deque<Job> queue_;  // GUARDED_BY(mu_)
-  bool busy_ = false;      // GUARDED_BY(mu_)
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  SinkStats stats_;        // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  mutable CondVar cv_;
+  std::deque<Job> queue_ GUARDED_BY(mu_);
+  bool busy_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  SinkStats stats_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

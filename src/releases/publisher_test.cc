@@ -8,13 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/http_server.h"
 
 namespace gpucanary::releases {
@@ -50,33 +49,34 @@ class RecordingServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
   std::vector<net::HttpRequest> requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return requests_;
   }
 
   // Holds every answer until Release() (a sink that hangs).
   void Hold() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     hold_ = true;
   }
   void Release() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       hold_ = false;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   bool WaitForRequests(std::size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return requests_.size() >= n; });
+    MutexLock lock(mu_);
+    return cv_.WaitFor(mu_, std::chrono::seconds(10),
+                       [&]() REQUIRES(mu_) { return requests_.size() >= n; });
   }
 
  private:
   void Handle(const net::HttpRequest& req, net::HttpResponse& resp) {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     requests_.push_back(req);
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return !hold_; });
+    cv_.NotifyAll();
+    cv_.Wait(mu_, [&]() REQUIRES(mu_) { return !hold_; });
     const std::size_t i = std::min(requests_.size(), statuses_.size()) - 1;
     resp.status = statuses_[i];
     resp.content_type = "application/json";
@@ -84,26 +84,26 @@ class RecordingServer {
         resp.status == 200 ? R"({"id":1,"message":"Annotation added"})" : R"({"message":"no"})";
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<net::HttpRequest> requests_;
-  std::vector<int> statuses_;
-  bool hold_ = false;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::vector<net::HttpRequest> requests_ GUARDED_BY(mu_);
+  std::vector<int> statuses_ GUARDED_BY(mu_);
+  bool hold_ GUARDED_BY(mu_) = false;
   net::HttpServer server_{net::HttpServer::Options{}};
   std::uint16_t port_ = 0;
 };
 
 struct Logs {
-  std::mutex mu;
-  std::vector<std::string> lines;
+  Mutex mu;
+  std::vector<std::string> lines GUARDED_BY(mu);
   std::function<void(std::string_view)> Sink() {
     return [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       lines.emplace_back(line);
     };
   }
   std::string All() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     std::string out;
     for (const auto& l : lines) out += l + "\n";
     return out;

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "model/labels.h"
 #include "remote/write_request.h"
 #include "store/appender.h"
@@ -28,25 +28,25 @@ class CaptureAppendable : public store::Appendable {
 
   // The next `n` Commits fail with `status` (nothing of them kept).
   void FailCommits(int n, Status status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fail_commits_ = n;
     fail_status_ = std::move(status);
   }
   // Series beyond `n` are refused with kOutOfRange.
   void SetMaxSeries(std::size_t n) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     max_series_ = n;
   }
 
   // The committed samples of the series with these labels (sorted), in order.
   std::vector<Sample> Samples(const model::Labels& labels) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = refs_.find(labels);
     return it == refs_.end() ? std::vector<Sample>() : series_[it->second].samples;
   }
   // Every series with at least one committed sample.
   std::map<model::Labels, std::vector<Sample>> All() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::map<model::Labels, std::vector<Sample>> out;
     for (const Series& s : series_) {
       if (!s.samples.empty()) out[s.labels] = s.samples;
@@ -54,11 +54,11 @@ class CaptureAppendable : public store::Appendable {
     return out;
   }
   std::size_t commits() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return commits_;
   }
   std::size_t failed_commits() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return failed_commits_;
   }
 
@@ -99,7 +99,7 @@ class CaptureAppendable : public store::Appendable {
 
   Result<store::SeriesRef> GetSeries(const model::Labels& labels) {
     GC_RETURN_IF_ERROR(model::ValidateLabels(labels));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = refs_.find(labels);
     if (it != refs_.end()) return it->second;
     if (series_.size() >= max_series_) {
@@ -112,12 +112,12 @@ class CaptureAppendable : public store::Appendable {
   }
 
   bool Known(store::SeriesRef ref) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return ref < series_.size();
   }
 
   Result<store::CommitResult> Apply(const std::vector<Pending>& batch) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (fail_commits_ > 0) {
       --fail_commits_;
       ++failed_commits_;
@@ -150,14 +150,14 @@ class CaptureAppendable : public store::Appendable {
     return result;
   }
 
-  mutable std::mutex mu_;
-  std::vector<Series> series_;                             // guarded by mu_; index = ref
-  std::map<model::Labels, store::SeriesRef> refs_;         // guarded by mu_
-  std::size_t max_series_ = static_cast<std::size_t>(-1);  // guarded by mu_
-  int fail_commits_ = 0;                                   // guarded by mu_
-  Status fail_status_;                                     // guarded by mu_
-  std::size_t commits_ = 0;                                // guarded by mu_
-  std::size_t failed_commits_ = 0;                         // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<Series> series_ GUARDED_BY(mu_);  // index = ref
+  std::map<model::Labels, store::SeriesRef> refs_ GUARDED_BY(mu_);
+  std::size_t max_series_ GUARDED_BY(mu_) = static_cast<std::size_t>(-1);
+  int fail_commits_ GUARDED_BY(mu_) = 0;
+  Status fail_status_ GUARDED_BY(mu_);
+  std::size_t commits_ GUARDED_BY(mu_) = 0;
+  std::size_t failed_commits_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpucanary::remote::test

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/mutex.h"
 #include "net/http_client.h"
 #include "scrape/file_sd.h"
 #include "scrape/prometheus_sd.h"
@@ -102,7 +103,7 @@ Discovery::Discovery(const ScrapeConfig& config, Clock& clock, Update on_update,
 Discovery::~Discovery() { Stop(); }
 
 std::vector<Status> Discovery::Refresh(bool force) {
-  std::lock_guard refresh_lock(refresh_mu_);
+  MutexLock refresh_lock(refresh_mu_);
   const bool first = !refreshed_once_;
   refreshed_once_ = true;
   std::vector<Status> all_errors;
@@ -168,7 +169,7 @@ std::vector<Status> Discovery::Refresh(bool force) {
     on_update_(jc, std::move(targets));
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     status_ = std::move(status);
     next_due_ms_ = next_due;
   }
@@ -184,50 +185,51 @@ Status Discovery::RefreshNow() {
 
 void Discovery::Start() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (thread_.joinable() || stop_) return;
   }
   bool need_first = false;
   {
-    std::lock_guard refresh_lock(refresh_mu_);
+    MutexLock refresh_lock(refresh_mu_);
     need_first = !refreshed_once_;
   }
   if (need_first) (void)Refresh(/*force=*/true);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   thread_ = std::thread([this] { Loop(); });
 }
 
 void Discovery::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  wake_cv_.notify_all();
+  wake_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Discovery::Loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
     const std::int64_t now = clock_.NowMs();
     if (now < next_due_ms_) {
       // Short real-time slices rather than one long wait: Stop() is prompt
       // and a ManualClock's moves are noticed within poll_ms.
       const std::int64_t wait = std::min<std::int64_t>(next_due_ms_ - now, options_.poll_ms);
-      wake_cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return stop_; });
+      wake_cv_.WaitFor(mu_, std::chrono::milliseconds(wait),
+                       [this]() REQUIRES(mu_) { return stop_; });
       continue;
     }
-    lock.unlock();
+    lock.Unlock();
     const std::vector<Status> errors = Refresh(/*force=*/false);
     if (options_.on_error) {
       for (const Status& e : errors) options_.on_error(e);
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
 std::vector<Discovery::SourceStatus> Discovery::Sources() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return status_;
 }
 

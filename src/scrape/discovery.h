@@ -12,17 +12,16 @@
 //
 // Thread-safe.
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "scrape/config.h"
 #include "scrape/target.h"
@@ -84,15 +83,15 @@ class Discovery {
   const Update on_update_;
   const Options options_;
 
-  std::mutex refresh_mu_;  // serialises refreshes; guards jobs_
-  std::vector<std::unique_ptr<Job>> jobs_;
-  bool refreshed_once_ = false;
+  Mutex refresh_mu_;  // serialises refreshes; guards jobs_
+  std::vector<std::unique_ptr<Job>> jobs_ GUARDED_BY(refresh_mu_);
+  bool refreshed_once_ GUARDED_BY(refresh_mu_) = false;
 
-  mutable std::mutex mu_;  // guards what follows
-  std::condition_variable wake_cv_;
-  bool stop_ = false;
-  std::vector<SourceStatus> status_;
-  std::int64_t next_due_ms_ = 0;
+  mutable Mutex mu_;  // guards what follows
+  CondVar wake_cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::vector<SourceStatus> status_ GUARDED_BY(mu_);
+  std::int64_t next_due_ms_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

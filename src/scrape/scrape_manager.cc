@@ -15,7 +15,6 @@
 #include <future>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <queue>
 #include <thread>
@@ -24,6 +23,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/mutex.h"
 #include "net/gzip.h"
 #include "scrape/connection.h"
 #include "scrape/ingester.h"
@@ -140,7 +140,7 @@ class ScrapeManager::Impl {
   // Runs `fn` on the io thread and waits for it; nothing after Stop.
   void RunOnIo(const std::function<void()>& fn);
   std::shared_ptr<Discovery> discovery() const {
-    std::lock_guard lock(discovery_mu_);
+    MutexLock lock(discovery_mu_);
     return discovery_;
   }
 
@@ -173,8 +173,8 @@ class ScrapeManager::Impl {
   std::thread io_thread_;
   pthread_t io_handle_{};  // for its CPU clock, valid until joined
   std::atomic<double> io_cpu_at_exit_{0};
-  mutable std::mutex io_cpu_mu_;
-  bool io_joined_ = false;  // guarded by io_cpu_mu_
+  mutable Mutex io_cpu_mu_;
+  bool io_joined_ GUARDED_BY(io_cpu_mu_) = false;
 
   // Io thread only.
   std::unordered_map<std::string, RunPtr> by_key_;
@@ -188,16 +188,16 @@ class ScrapeManager::Impl {
   std::uint64_t next_id_ = 0;
   bool scraping_ = false;
 
-  std::mutex control_mu_;  // serialises ApplyConfig, Start, Stop, ReloadDiscovery
-  mutable std::mutex discovery_mu_;
-  std::shared_ptr<Discovery> discovery_;  // guarded by discovery_mu_
+  Mutex control_mu_;  // serialises ApplyConfig, Start, Stop, ReloadDiscovery
+  mutable Mutex discovery_mu_;
+  std::shared_ptr<Discovery> discovery_ GUARDED_BY(discovery_mu_);
 
-  std::mutex post_mu_;
-  bool io_stopped_ = false;  // guarded by post_mu_
-  bool started_ = false;     // guarded by control_mu_
+  Mutex post_mu_;
+  bool io_stopped_ GUARDED_BY(post_mu_) = false;
+  bool started_ GUARDED_BY(control_mu_) = false;
 
-  mutable std::mutex status_mu_;
-  std::map<std::uint64_t, TargetStatus> status_;  // guarded by status_mu_
+  mutable Mutex status_mu_;
+  std::map<std::uint64_t, TargetStatus> status_ GUARDED_BY(status_mu_);
 
   std::atomic<std::uint64_t> scrapes_{0}, failures_{0}, timeouts_{0}, exposition_errors_{0},
       skipped_{0}, samples_{0}, stale_{0}, in_flight_{0}, max_in_flight_{0}, ingest_cpu_ns_{0};
@@ -233,7 +233,7 @@ void ScrapeManager::Impl::RunOnIo(const std::function<void()>& fn) {
   std::promise<void> done;
   std::future<void> finished = done.get_future();
   {
-    std::lock_guard lock(post_mu_);
+    MutexLock lock(post_mu_);
     if (io_stopped_) return;
     asio::post(ioc_, [&] {
       fn();
@@ -244,7 +244,7 @@ void ScrapeManager::Impl::RunOnIo(const std::function<void()>& fn) {
 }
 
 Status ScrapeManager::Impl::ApplyConfig(const ScrapeConfig& config) {
-  std::lock_guard control(control_mu_);
+  MutexLock control(control_mu_);
   if (std::shared_ptr<Discovery> old = discovery()) old->Stop();
   RunOnIo([&] {
     RemoveJobsNotIn(config);
@@ -264,7 +264,7 @@ Status ScrapeManager::Impl::ApplyConfig(const ScrapeConfig& config) {
       },
       options_.discovery);
   {
-    std::lock_guard lock(discovery_mu_);
+    MutexLock lock(discovery_mu_);
     discovery_ = d;
   }
   Status first = d->RefreshNow();
@@ -273,9 +273,9 @@ Status ScrapeManager::Impl::ApplyConfig(const ScrapeConfig& config) {
 }
 
 Status ScrapeManager::Impl::Start() {
-  std::lock_guard control(control_mu_);
+  MutexLock control(control_mu_);
   {
-    std::lock_guard lock(post_mu_);
+    MutexLock lock(post_mu_);
     if (io_stopped_) return Error(StatusCode::kUnavailable, "ScrapeManager: stopped");
   }
   if (started_) return Status::Ok();
@@ -289,12 +289,12 @@ Status ScrapeManager::Impl::Start() {
 }
 
 void ScrapeManager::Impl::Stop() {
-  std::lock_guard control(control_mu_);
+  MutexLock control(control_mu_);
   if (std::shared_ptr<Discovery> d = discovery()) d->Stop();
   std::promise<void> done;
   std::future<void> finished = done.get_future();
   {
-    std::lock_guard lock(post_mu_);
+    MutexLock lock(post_mu_);
     if (io_stopped_) return;
     io_stopped_ = true;
     // Runs after every RunOnIo posted before it (FIFO), so no caller waits forever.
@@ -309,7 +309,7 @@ void ScrapeManager::Impl::Stop() {
   if (pool_) pool_->join();  // ingests under way finish; their completions are dropped
   work_.reset();
   ioc_.stop();
-  std::lock_guard lock(io_cpu_mu_);
+  MutexLock lock(io_cpu_mu_);
   if (io_thread_.joinable()) io_thread_.join();
   io_joined_ = true;
   // ioc_.stop() can leave a cancelled fetch's completion unrun: its
@@ -322,7 +322,7 @@ void ScrapeManager::Impl::Stop() {
 }
 
 Status ScrapeManager::Impl::ReloadDiscovery() {
-  std::lock_guard control(control_mu_);
+  MutexLock control(control_mu_);
   std::shared_ptr<Discovery> d = discovery();
   if (d == nullptr) return Status::Ok();
   return d->RefreshNow();
@@ -385,7 +385,7 @@ void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string k
   run->target = std::move(target);
   run->fast = IsFast(run->target);
   {
-    std::lock_guard lock(status_mu_);
+    MutexLock lock(status_mu_);
     TargetStatus& s = status_[run->id];
     s.job = job.job_name;
     s.url = run->target.url;
@@ -402,7 +402,7 @@ void ScrapeManager::Impl::Remove(const RunPtr& run) {
   by_key_.erase(run->key);
   by_id_.erase(run->id);
   {
-    std::lock_guard lock(status_mu_);
+    MutexLock lock(status_mu_);
     status_.erase(run->id);
   }
   run->conn->Close();  // a fetch in flight completes at once, cancelled
@@ -432,7 +432,7 @@ void ScrapeManager::Impl::SetInterval(TargetRun& run) {
   run.interval_ms = run.fast ? std::min(fast_interval_ms_, run.job.scrape_interval_ms)
                              : run.job.scrape_interval_ms;
   run.phase_ms = PhaseMs(run.target.url, run.interval_ms);
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   auto it = status_.find(run.id);
   if (it == status_.end()) return;
   it->second.fast = run.fast;
@@ -455,7 +455,7 @@ void ScrapeManager::Impl::Refit(const RunPtr& run) {
 void ScrapeManager::Impl::Schedule(TargetRun& run, std::int64_t slot_ms) {
   ++run.gen;
   heap_.push(Due{slot_ms, run.id, run.gen});
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   auto it = status_.find(run.id);
   if (it != status_.end()) it->second.next_scrape_ms = slot_ms;
 }
@@ -508,7 +508,7 @@ void ScrapeManager::Impl::StartScrape(const RunPtr& run, std::int64_t slot, std:
   if (run->in_flight) ++skipped;
   if (skipped > 0) {
     skipped_.fetch_add(skipped, std::memory_order_relaxed);
-    std::lock_guard lock(status_mu_);
+    MutexLock lock(status_mu_);
     status_[run->id].skipped_slots += skipped;
   }
   if (run->in_flight) return;
@@ -562,7 +562,7 @@ void ScrapeManager::Impl::Complete(const RunPtr& run, std::int64_t slot, const S
   if (!o.up) failures_.fetch_add(1, std::memory_order_relaxed);
   if (timed_out) timeouts_.fetch_add(1, std::memory_order_relaxed);
   if (o.exposition_error) exposition_errors_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   TargetStatus& s = status_[run->id];
   s.health = o.up ? TargetHealth::kUp : TargetHealth::kDown;
   s.last_scrape_ms = slot;
@@ -592,7 +592,7 @@ void ScrapeManager::Impl::NoteInFlight(int delta) {
 std::vector<TargetStatus> ScrapeManager::Impl::Targets() const {
   std::vector<TargetStatus> out;
   {
-    std::lock_guard lock(status_mu_);
+    MutexLock lock(status_mu_);
     out.reserve(status_.size());
     for (const auto& [id, s] : status_) out.push_back(s);
   }
@@ -626,7 +626,7 @@ ScrapeManager::Stats ScrapeManager::Impl::stats() const {
   s.max_in_flight = max_in_flight_.load(std::memory_order_relaxed);
   s.ingest_cpu_seconds = static_cast<double>(ingest_cpu_ns_.load(std::memory_order_relaxed)) * 1e-9;
   {
-    std::lock_guard lock(io_cpu_mu_);
+    MutexLock lock(io_cpu_mu_);
     clockid_t clock{};
     if (io_joined_) {
       s.io_cpu_seconds = io_cpu_at_exit_.load(std::memory_order_relaxed);
@@ -634,7 +634,7 @@ ScrapeManager::Stats ScrapeManager::Impl::stats() const {
       s.io_cpu_seconds = ThreadCpuSeconds(clock);
     }
   }
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   s.targets = status_.size();
   return s;
 }

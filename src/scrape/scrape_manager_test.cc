@@ -11,18 +11,17 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/http_server.h"
 #include "scrape/connection.h"
 #include "scrape/test_appendable.h"
@@ -51,20 +50,20 @@ class TestTarget {
   ~TestTarget() { Release(); }
 
   void SetBody(std::string body) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     body_ = std::move(body);
   }
   // Handlers block until Release() (or 5 s): a target that hangs.
   void Hang() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     hang_ = true;
   }
   void Release() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       hang_ = false;
     }
-    released_.notify_all();
+    released_.NotifyAll();
   }
   void Kill() {
     Release();
@@ -74,7 +73,7 @@ class TestTarget {
   std::string url() const { return "http://" + address() + "/metrics"; }
   std::uint64_t connections() const { return server_.stats().connections_accepted; }
   net::HttpRequest last_request() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return last_;
   }
 
@@ -85,18 +84,18 @@ class TestTarget {
     return o;
   }
   void Handle(const net::HttpRequest& q, net::HttpResponse& r) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     last_ = q;
-    released_.wait_for(lock, std::chrono::seconds(5), [this] { return !hang_; });
+    released_.WaitFor(mu_, std::chrono::seconds(5), [this]() REQUIRES(mu_) { return !hang_; });
     r.content_type = "text/plain; version=0.0.4";
     r.body = body_;
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable released_;
-  std::string body_;
-  bool hang_ = false;
-  net::HttpRequest last_;
+  mutable Mutex mu_;
+  CondVar released_;
+  std::string body_ GUARDED_BY(mu_);
+  bool hang_ GUARDED_BY(mu_) = false;
+  net::HttpRequest last_ GUARDED_BY(mu_);
   net::HttpServer server_;
   std::uint16_t port_ = 0;
 };
@@ -372,11 +371,11 @@ TEST_F(FileSdScrapeTest, ReloadsOnChangeKeepsLastGoodAndEndsVanishedTargets) {
       "    file_sd_configs: [{files: ['targets.json'], refresh_interval: 5m}]\n";
   Result<ScrapeConfig> c = ParseScrapeConfig(config, (dir_ / "scrape.yaml").string());
   ASSERT_TRUE(c.has_value()) << c.error().message();
-  std::mutex errors_mu;
+  Mutex errors_mu;
   std::vector<std::string> errors;  // from background refreshes
   ScrapeManager::Options options = ManualOptions();
   options.discovery.on_error = [&](const Status& e) {
-    std::lock_guard lock(errors_mu);
+    MutexLock lock(errors_mu);
     errors.push_back(e.message());
   };
   ScrapeManager m(store_, clock_, options);
@@ -416,11 +415,11 @@ TEST_F(FileSdScrapeTest, ReloadsOnChangeKeepsLastGoodAndEndsVanishedTargets) {
       (dir_ / "targets.json").string() + ":2:14: [1].targets: expected a list of host:port";
   clock_.Set(clock_.NowMs() + 5 * 60 * 1000 + 1);
   ASSERT_TRUE(PollFor([&] {
-    std::lock_guard lock(errors_mu);
+    MutexLock lock(errors_mu);
     return !errors.empty();
   })) << "the bad file was not reported";
   {
-    std::lock_guard lock(errors_mu);
+    MutexLock lock(errors_mu);
     EXPECT_EQ(errors, std::vector<std::string>{where});
   }
   Status s = m.ReloadDiscovery();

@@ -7,17 +7,16 @@
 
 #include <bit>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "model/labels.h"
 #include "store/appender.h"
 
@@ -37,25 +36,25 @@ class CapturingAppendable final : public store::Appendable {
   // Committed samples of the series written as LabelsToString gives it
   // ("up{instance=\"127.0.0.1:9100\",job=\"a\"}"); empty when unknown.
   std::vector<Sample> Samples(const std::string& series) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = by_text_.find(series);
     return it == by_text_.end() ? std::vector<Sample>() : samples_[it->second];
   }
 
   // Every series (as text) with its committed samples.
   std::map<std::string, std::vector<Sample>> All() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::map<std::string, std::vector<Sample>> out;
     for (const auto& [text, ref] : by_text_) out[text] = samples_[ref];
     return out;
   }
 
   std::uint64_t commits() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return commits_;
   }
   std::uint64_t rejected() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return rejected_;
   }
 
@@ -64,14 +63,14 @@ class CapturingAppendable final : public store::Appendable {
   bool WaitFor(const std::function<bool()>& done,
                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     while (true) {
       const std::uint64_t seen = commits_;
-      lock.unlock();
+      lock.Unlock();
       if (done()) return true;
-      lock.lock();
-      if (!committed_.wait_until(lock, deadline, [&] { return commits_ != seen; })) {
-        lock.unlock();
+      lock.Lock();
+      if (!committed_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return commits_ != seen; })) {
+        lock.Unlock();
         return done();
       }
     }
@@ -83,7 +82,7 @@ class CapturingAppendable final : public store::Appendable {
     explicit CapturingAppender(CapturingAppendable& owner) : owner_(owner) {}
     Result<store::SeriesRef> Series(const model::Labels& labels) override {
       GC_RETURN_IF_ERROR(model::ValidateLabels(labels));
-      std::lock_guard lock(owner_.mu_);
+      MutexLock lock(owner_.mu_);
       const std::string text = model::LabelsToString(labels);
       auto [it, inserted] = owner_.by_text_.emplace(text, owner_.samples_.size());
       if (inserted) owner_.samples_.emplace_back();
@@ -96,7 +95,7 @@ class CapturingAppendable final : public store::Appendable {
     Result<store::CommitResult> Commit() override {
       store::CommitResult r;
       {
-        std::lock_guard lock(owner_.mu_);
+        MutexLock lock(owner_.mu_);
         for (const auto& [ref, t, v] : pending_) {
           std::vector<Sample>& s = owner_.samples_[ref];
           if (!s.empty() && t < s.back().t_ms) {
@@ -114,7 +113,7 @@ class CapturingAppendable final : public store::Appendable {
         ++owner_.commits_;
       }
       pending_.clear();
-      owner_.committed_.notify_all();
+      owner_.committed_.NotifyAll();
       return r;
     }
     void Rollback() override { pending_.clear(); }
@@ -124,12 +123,12 @@ class CapturingAppendable final : public store::Appendable {
     std::vector<std::tuple<store::SeriesRef, std::int64_t, double>> pending_;
   };
 
-  mutable std::mutex mu_;
-  std::condition_variable committed_;
-  std::map<std::string, store::SeriesRef> by_text_;
-  std::vector<std::vector<Sample>> samples_;
-  std::uint64_t commits_ = 0;
-  std::uint64_t rejected_ = 0;
+  mutable Mutex mu_;
+  CondVar committed_;
+  std::map<std::string, store::SeriesRef> by_text_ GUARDED_BY(mu_);
+  std::vector<std::vector<Sample>> samples_ GUARDED_BY(mu_);
+  std::uint64_t commits_ GUARDED_BY(mu_) = 0;
+  std::uint64_t rejected_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpucanary::scrape::test

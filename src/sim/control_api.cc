@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "sim/live.h"
 
 namespace gpucanary::sim {
@@ -251,7 +252,7 @@ void LiveSim::HandleControl(const net::HttpRequest& request, net::HttpResponse& 
       response.body = TargetsJson();
       return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (path == "/state") return Reply(response, 200, StateJson(engine_, endpoints_, host()));
     std::string lines;
     for (const TruthRecord& r : engine_.Truth()) lines += TruthRecordJson(r) + "\n";
@@ -264,7 +265,7 @@ void LiveSim::HandleControl(const net::HttpRequest& request, net::HttpResponse& 
     Result<Json> body = ParseBody(request.body);
     if (!body) return Fail(response, 400, body.error().message());
     int status = 200;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Result<Json> out = RunPost(engine_, path, *body, &status);
     if (!out) return Fail(response, status == 404 ? 404 : 400, out.error().message());
     return Reply(response, status, *out);
@@ -279,7 +280,7 @@ void LiveSim::HandleControl(const net::HttpRequest& request, net::HttpResponse& 
       return Fail(response, 400,
                   "fault id: expected an integer, got '" + std::string(id_text) + "'");
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Status s = engine_.ClearFault(id);
     if (!s.ok()) return Fail(response, 404, s.message());
     response.status = 204;

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/mutex.h"
+
 namespace gpucanary::sim {
 namespace {
 
@@ -96,10 +98,10 @@ Status LiveSim::Start() {
 void LiveSim::Stop() {
   if (!started_) return;
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     stop_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
   if (stepper_.joinable()) stepper_.join();
   server_.Stop();
   started_ = false;
@@ -109,19 +111,19 @@ void LiveSim::StepLoop() {
   while (!stop_) {
     std::int64_t next;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       next = engine_.now_ms() + kStepMs;
     }
     // Wait in short real-time slices rather than on the clock, so Stop() is
     // prompt and a ManualClock that tests advance is noticed within ~20 ms.
     const std::int64_t now = clock_.NowMs();
     if (now < next) {
-      std::unique_lock<std::mutex> lock(stop_mu_);
-      stop_cv_.wait_for(lock, std::chrono::milliseconds(std::min<std::int64_t>(next - now, 20)),
-                        [this] { return stop_.load(); });
+      MutexLock lock(stop_mu_);
+      stop_cv_.WaitFor(stop_mu_, std::chrono::milliseconds(std::min<std::int64_t>(next - now, 20)),
+                       [this] { return stop_.load(); });
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (std::int64_t k = 0; k < kMaxCatchUpSteps && engine_.now_ms() + kStepMs <= clock_.NowMs();
          ++k) {
       engine_.Step();
@@ -136,7 +138,7 @@ void LiveSim::HandleDcgm(std::size_t node, const net::HttpRequest& request,
     return;
   }
   response.content_type = kDcgmContentType;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   engine_.RenderDcgm(node, response.body);
 }
 
@@ -146,7 +148,7 @@ void LiveSim::HandleVllm(std::size_t node, const net::HttpRequest& request,
   if (!IsMetricsGet(request, response, "application/json", "{\"detail\":\"Not Found\"}")) {
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (engine_.server(node) == nullptr) {
     // The model server is restarting (or nothing is deployed): no metrics.
     response.status = 503;

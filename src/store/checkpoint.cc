@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "core/mutex.h"
 #include "store/store_impl.h"
 
 namespace gpucanary::store {
@@ -17,6 +18,7 @@ Status Store::Impl::RotateSegmentIfDue() {
   if (!active_.Due(options_.segment_bytes, options_.segment_span_ms)) return Status::Ok();
   std::vector<IndexEntry> entries;
   head_.ForEach([&](const HeadSeries& s) {
+    mu_.AssertHeld();  // ForEach runs this in the caller, which holds mu_
     if (s.active_chunks.empty()) return;
     entries.push_back({head_.LabelsOf(s), s.active_chunks});
   });
@@ -66,7 +68,7 @@ Status Store::Impl::CheckpointLocked() {
 }
 
 Status Store::Impl::Checkpoint() {
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   return CheckpointLocked();
 }
 

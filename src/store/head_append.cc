@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/mutex.h"
 #include "store/store_impl.h"
 
 namespace gpucanary::store {
@@ -14,11 +15,11 @@ namespace gpucanary::store {
 Result<SeriesRef> Store::Impl::GetOrCreate(const model::Labels& labels) {
   const std::uint64_t hash = model::LabelsHash(labels);
   {
-    auto lock = ReadLock();
+    ReaderMutexLock lock(mu_);
     if (SeriesRef ref = head_.Lookup(labels, hash); ref != 0) return ref;
   }
   if (Status s = model::ValidateLabels(labels); !s.ok()) return Error(s);
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   if (SeriesRef ref = head_.Lookup(labels, hash); ref != 0) return ref;
   if (head_.live_series() >= options_.max_series) {
     return Error(StatusCode::kOutOfRange,
@@ -72,7 +73,7 @@ void Store::Impl::AcceptBatch(const std::vector<PendingSample>& batch, CommitRes
 }
 
 Result<CommitResult> Store::Impl::Commit(const std::vector<PendingSample>& batch) {
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   CommitResult result;
   std::string& payload = wal_payload_;
   payload.clear();

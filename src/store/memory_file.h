@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "store/file.h"
 
@@ -24,16 +24,16 @@ class MemoryFileSystem final : public FileSystem {
  public:
   // The contents of `path`, or "" when it does not exist.
   std::string Contents(const std::filesystem::path& path) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = files_.find(path.string());
     return it == files_.end() ? std::string() : it->second;
   }
   void SetContents(const std::filesystem::path& path, std::string contents) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     files_[path.string()] = std::move(contents);
   }
   void Remove(const std::filesystem::path& path) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     files_.erase(path.string());
   }
 
@@ -41,46 +41,46 @@ class MemoryFileSystem final : public FileSystem {
   // first `bytes` and fails as a full disk does (kIoError "<path>: write: No
   // space left on device"). Applies to one WriteAt only.
   void FailNextWriteAfter(std::size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fail_write_after_ = bytes;
   }
   // While set, OpenWritable fails (kIoError "<path>: open: injected").
   void FailOpens(bool fail) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fail_opens_ = fail;
   }
   // While set, ReadFile of an existing file fails (kIoError "<path>: pread:
   // injected").
   void FailReads(bool fail) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fail_reads_ = fail;
   }
   // While set, syncs fail (kIoError "[<path>: ]fdatasync: injected").
   void FailSyncs(bool fail) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fail_syncs_ = fail;
   }
   // Successful syncs of `path` so far (through the file or a SyncHandle).
   int syncs(const std::filesystem::path& path) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = syncs_.find(path.string());
     return it == syncs_.end() ? 0 : it->second;
   }
 
   bool Exists(const std::filesystem::path& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return files_.count(path.string()) > 0;
   }
 
   Result<std::unique_ptr<WritableFile>> OpenWritable(const std::filesystem::path& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (fail_opens_) return Error(StatusCode::kIoError, path.string() + ": open: injected");
     files_.try_emplace(path.string());
     return std::unique_ptr<WritableFile>(std::make_unique<File>(*this, path.string()));
   }
 
   Result<std::string> ReadFile(const std::filesystem::path& path) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = files_.find(path.string());
     if (it == files_.end()) {
       return Error(StatusCode::kIoError, path.string() + ": open: No such file or directory");
@@ -105,7 +105,7 @@ class MemoryFileSystem final : public FileSystem {
     File(MemoryFileSystem& files, std::string path) : files_(files), path_(std::move(path)) {}
 
     Status WriteAt(std::uint64_t offset, std::string_view bytes) override {
-      std::lock_guard<std::mutex> lock(files_.mu_);
+      MutexLock lock(files_.mu_);
       std::string& data = files_.files_[path_];
       std::size_t n = bytes.size();
       const bool fail = files_.fail_write_after_ < n;
@@ -118,7 +118,7 @@ class MemoryFileSystem final : public FileSystem {
       return Status::Ok();
     }
     Status Truncate(std::uint64_t size) override {
-      std::lock_guard<std::mutex> lock(files_.mu_);
+      MutexLock lock(files_.mu_);
       files_.files_[path_].resize(size);
       return Status::Ok();
     }
@@ -133,7 +133,7 @@ class MemoryFileSystem final : public FileSystem {
   };
 
   Status DoSync(const std::string& path, const std::string& error) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (fail_syncs_) return Status(StatusCode::kIoError, error);
     ++syncs_[path];
     return Status::Ok();
@@ -141,13 +141,13 @@ class MemoryFileSystem final : public FileSystem {
 
   static constexpr std::size_t kNoFailure = ~std::size_t{0};
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> files_;   // GUARDED_BY(mu_)
-  std::map<std::string, int> syncs_;           // GUARDED_BY(mu_)
-  std::size_t fail_write_after_ = kNoFailure;  // GUARDED_BY(mu_)
-  bool fail_opens_ = false;                    // GUARDED_BY(mu_)
-  bool fail_reads_ = false;                    // GUARDED_BY(mu_)
-  bool fail_syncs_ = false;                    // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, std::string> files_ GUARDED_BY(mu_);
+  std::map<std::string, int> syncs_ GUARDED_BY(mu_);
+  std::size_t fail_write_after_ GUARDED_BY(mu_) = kNoFailure;
+  bool fail_opens_ GUARDED_BY(mu_) = false;
+  bool fail_reads_ GUARDED_BY(mu_) = false;
+  bool fail_syncs_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gpucanary::store

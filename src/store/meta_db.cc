@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "core/mutex.h"
+
 namespace gpucanary::store {
 namespace {
 
@@ -149,7 +151,7 @@ Status MetaDb::SqlError(std::string_view what) const {
 }
 
 Status MetaDb::PutRelease(const ReleaseRecord& r) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   {
     Stmt get(db_, "SELECT annotation FROM releases WHERE id = ?1");
     if (!get.ok()) return SqlError("select release");
@@ -168,7 +170,7 @@ Status MetaDb::PutRelease(const ReleaseRecord& r) {
 }
 
 Result<std::optional<ReleaseRecord>> MetaDb::GetRelease(std::string_view id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_, "SELECT id, service, started_at, annotation FROM releases WHERE id = ?1");
   if (!st.ok()) return Error(SqlError("select release"));
   st.Bind(1, id);
@@ -180,7 +182,7 @@ Result<std::optional<ReleaseRecord>> MetaDb::GetRelease(std::string_view id) {
 }
 
 Result<std::vector<ReleaseRecord>> MetaDb::ListReleases(const ReleaseFilter& f) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_,
           "SELECT id, service, started_at, annotation FROM releases "
           "WHERE (?1 = '' OR service = ?1) AND (?2 IS NULL OR started_at >= ?2) "
@@ -197,7 +199,7 @@ Result<std::vector<ReleaseRecord>> MetaDb::ListReleases(const ReleaseFilter& f) 
 }
 
 Status MetaDb::PutCanary(const CanaryRecord& c) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_,
           "INSERT INTO canaries (id, release_id, started_at, ended_at, state, detail) "
           "VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(id) DO UPDATE SET "
@@ -217,7 +219,7 @@ CanaryRecord CanaryFrom(const Stmt& st) {
 }  // namespace
 
 Result<std::optional<CanaryRecord>> MetaDb::GetCanary(std::string_view id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_,
           "SELECT id, release_id, started_at, ended_at, state, detail FROM canaries WHERE id = ?1");
   if (!st.ok()) return Error(SqlError("get canary"));
@@ -229,7 +231,7 @@ Result<std::optional<CanaryRecord>> MetaDb::GetCanary(std::string_view id) {
 }
 
 Result<std::vector<CanaryRecord>> MetaDb::ListCanaries(std::string_view release_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_,
           "SELECT id, release_id, started_at, ended_at, state, detail FROM canaries "
           "WHERE (?1 = '' OR release_id = ?1) ORDER BY started_at DESC, id");
@@ -243,7 +245,7 @@ Result<std::vector<CanaryRecord>> MetaDb::ListCanaries(std::string_view release_
 }
 
 Status MetaDb::AddAction(const ActionRecord& a) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_,
           "INSERT INTO actions (canary_id, name, kind, at, duration_ms, ok, attempts, detail, "
           "incident) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
@@ -256,7 +258,7 @@ Status MetaDb::AddAction(const ActionRecord& a) {
 }
 
 Result<std::vector<ActionRecord>> MetaDb::Actions(std::string_view canary_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_,
           "SELECT canary_id, name, kind, at, duration_ms, ok, attempts, detail, incident "
           "FROM actions WHERE canary_id = ?1 ORDER BY seq");
@@ -273,9 +275,9 @@ Result<std::vector<ActionRecord>> MetaDb::Actions(std::string_view canary_id) {
 }
 
 Status MetaDb::AddVerdict(const VerdictRecord& v) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  auto rollback = [&](Status s) {
+  auto rollback = [&](Status s) REQUIRES(mu_) {
     (void)Exec("ROLLBACK");
     return s;
   };
@@ -302,7 +304,7 @@ Status MetaDb::AddVerdict(const VerdictRecord& v) {
 }
 
 Result<std::vector<VerdictRecord>> MetaDb::Verdicts(std::string_view canary_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Stmt st(db_,
           "SELECT seq, canary_id, at, verdict, score, report FROM verdicts WHERE canary_id = ?1 "
           "ORDER BY seq");

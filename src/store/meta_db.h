@@ -10,12 +10,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 
 struct sqlite3;
@@ -78,7 +78,9 @@ class MetaDb {
  public:
   // Opens (creating) the database file. Errors: kIoError with SQLite's
   // message; kInvalidArgument when the file is a newer schema.
-  static Result<std::unique_ptr<MetaDb>> Open(const std::filesystem::path& file);
+  // (No lock analysis: it sets up the schema before the MetaDb is shared, without mu_.)
+  static Result<std::unique_ptr<MetaDb>> Open(const std::filesystem::path& file)
+      NO_THREAD_SAFETY_ANALYSIS;
   ~MetaDb();
   MetaDb(const MetaDb&) = delete;
   MetaDb& operator=(const MetaDb&) = delete;
@@ -107,11 +109,11 @@ class MetaDb {
 
  private:
   explicit MetaDb(sqlite3* db) : db_(db) {}
-  Status Exec(std::string_view sql);
-  Status SqlError(std::string_view what) const;
+  Status Exec(std::string_view sql) REQUIRES(mu_);
+  Status SqlError(std::string_view what) const REQUIRES(mu_);
 
-  std::mutex mu_;
-  sqlite3* db_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  sqlite3* db_ GUARDED_BY(mu_);
 };
 
 }  // namespace gpucanary::store

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/mutex.h"
 #include "store/bits.h"
 #include "store/store_impl.h"
 
@@ -93,7 +94,7 @@ class QueryBuilder {
 
 Result<QueryResult> Store::Impl::Query(const std::vector<model::Matcher>& matchers,
                                        std::int64_t mint, std::int64_t maxt) const {
-  auto lock = ReadLock();
+  ReaderMutexLock lock(mu_);
   QueryResult result;
   result.mint = mint;
   result.maxt = maxt;
@@ -116,7 +117,7 @@ Status Store::Impl::QuerySealed(const std::vector<model::Matcher>& matchers, Que
     auto index = seg->Index();
     if (!index) return index.error();
     {
-      std::lock_guard<std::mutex> cache(cache_mu_);
+      MutexLock cache(cache_mu_);
       std::erase(index_lru_, seg.get());
       index_lru_.push_back(seg.get());
     }
@@ -167,7 +168,7 @@ Status Store::Impl::QueryHead(const std::vector<model::Matcher>& matchers, Query
 }
 
 void Store::Impl::TrimIndexCache() const {
-  std::lock_guard<std::mutex> cache(cache_mu_);
+  MutexLock cache(cache_mu_);
   while (index_lru_.size() > kMaxLoadedIndexes) {
     index_lru_.front()->ReleaseIndex();
     index_lru_.erase(index_lru_.begin());

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/mutex.h"
 #include "store/bits.h"
 #include "store/store_impl.h"
 
@@ -36,7 +37,7 @@ Status Store::Impl::Open() {
   if (Status s = RecoverWal(); !s.ok()) return s;
   recovering_ = false;
   {
-    std::unique_lock lock_mu(mu_);
+    WriterMutexLock lock_mu(mu_);
     if (Status s = CheckpointLocked(); !s.ok()) return s;
   }
   if (options_.sync_interval_ms > 0) sync_thread_ = std::thread([this] { SyncLoop(); });
@@ -116,8 +117,8 @@ void Store::Impl::AttachActiveRecord(std::uint8_t type, std::string_view payload
 // read to its end was damaged on disk, and the store refuses to guess.
 Status Store::Impl::ReplayCheckpoint(std::uint32_t n) {
   const fs::path path = wal_.CheckpointPath(n);
-  auto scan =
-      wal_.ReadCheckpoint(n, [&](std::uint8_t type, std::string_view payload, std::uint64_t) {
+  auto scan = wal_.ReadCheckpoint(
+      n, [&](std::uint8_t type, std::string_view payload, std::uint64_t) NO_THREAD_SAFETY_ANALYSIS {
         CheckpointSeries cs;
         if (type != kCheckpointSeriesRecord || !DecodeCheckpointSeries(payload, cs)) {
           return Status(StatusCode::kParseError, path.string() + ": bad checkpoint record");
@@ -143,10 +144,11 @@ Status Store::Impl::ReplayCheckpoint(std::uint32_t n) {
 
 void Store::Impl::ReplayWalRecord(std::uint8_t type, std::string_view payload) {
   if (type == kSeriesRecord) {
-    ForEachWalSeries(
-        payload, [&](SeriesRef ref, const model::Labels& labels) { head_.Create(ref, labels); });
+    ForEachWalSeries(payload, [&](SeriesRef ref, const model::Labels& labels)
+                                  NO_THREAD_SAFETY_ANALYSIS { head_.Create(ref, labels); });
   } else if (type == kSamplesRecord) {
-    ForEachWalSample(payload, [&](std::int64_t ref, std::int64_t t, std::uint64_t bits) {
+    ForEachWalSample(payload, [&](std::int64_t ref, std::int64_t t,
+                                  std::uint64_t bits) NO_THREAD_SAFETY_ANALYSIS {
       HeadSeries* s = ref >= 0 ? head_.Find(static_cast<SeriesRef>(ref)) : nullptr;
       // Samples not after the series' newest are already in a sealed chunk.
       if (s != nullptr && t > s->last_t) AppendToHead(*s, t, bits);

@@ -4,12 +4,13 @@
 
 #include <string>
 
+#include "core/mutex.h"
 #include "store/store_impl.h"
 
 namespace gpucanary::store {
 
 Status Store::Impl::ApplyRetention(std::int64_t now_ms) {
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   std::uint64_t total = active_.size();
   for (const auto& seg : sealed_) total += seg->bytes();
   std::size_t drop = 0;
@@ -22,7 +23,7 @@ Status Store::Impl::ApplyRetention(std::int64_t now_ms) {
     ++drop;
   }
   if (drop > 0) {
-    std::lock_guard<std::mutex> cache(cache_mu_);
+    MutexLock cache(cache_mu_);
     for (std::size_t i = 0; i < drop; ++i) {
       std::erase(index_lru_, sealed_[i].get());
       Log("store: retention: removed segment " + SegmentFileName(sealed_[i]->id()));
@@ -33,6 +34,7 @@ Status Store::Impl::ApplyRetention(std::int64_t now_ms) {
   // Idle series: their open chunk is sealed now (it will not grow), and they
   // leave memory once nothing of them is in the active segment.
   head_.ForEach([&](HeadSeries& s) {
+    mu_.AssertHeld();  // ForEach runs this here, under mu_
     if (!s.open.empty() && s.last_t < now_ms - options_.idle_series_ms) Seal(s);
   });
   if (Status s = FlushSegment(); !s.ok()) return s;

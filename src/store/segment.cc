@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "core/mutex.h"
 #include "store/bits.h"
 #include "store/file.h"
 #include "store/record_log.h"
@@ -242,7 +243,7 @@ Result<std::unique_ptr<SealedSegment>> SealedSegment::Open(
 SealedSegment::~SealedSegment() = default;
 
 Result<std::shared_ptr<const SegmentIndex>> SealedSegment::Index() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (index_ == nullptr) {
     auto index = ReadSegmentIndex(index_path_);
     if (!index) return Error(index.error());
@@ -252,12 +253,12 @@ Result<std::shared_ptr<const SegmentIndex>> SealedSegment::Index() const {
 }
 
 void SealedSegment::ReleaseIndex() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   index_.reset();
 }
 
 bool SealedSegment::index_loaded() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return index_ != nullptr;
 }
 

@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "model/labels.h"
 #include "store/file.h"
@@ -113,8 +113,8 @@ class SealedSegment {
   std::int64_t mint_ = 0;
   std::int64_t maxt_ = 0;
   std::uint64_t bytes_ = 0;
-  mutable std::mutex mu_;
-  mutable std::shared_ptr<const SegmentIndex> index_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  mutable std::shared_ptr<const SegmentIndex> index_ GUARDED_BY(mu_);
 };
 
 // "chunks/00000012" style names.

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/mutex.h"
 #include "store/store_impl.h"
 
 namespace gpucanary::store {
@@ -37,13 +38,13 @@ Store::Impl::Impl(fs::path dir, StoreOptions options)
 
 Store::Impl::~Impl() {
   {
-    std::lock_guard<std::mutex> lock(sync_mu_);
+    MutexLock lock(sync_mu_);
     stopping_ = true;
   }
-  sync_cv_.notify_all();
+  sync_cv_.NotifyAll();
   if (sync_thread_.joinable()) sync_thread_.join();
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     (void)FlushSegment();
     (void)active_.Sync();
     (void)wal_.Sync();
@@ -56,7 +57,7 @@ Status Store::Impl::Sync() {
   // the files meanwhile.
   std::array<std::unique_ptr<SyncHandle>, 2> handles;  // the WAL's, the active segment's
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     if (Status s = FlushSegment(); !s.ok()) return s;
     if (wal_.is_open()) handles[0] = wal_.NewSyncHandle();
     if (active_.is_open()) handles[1] = active_.NewSyncHandle();
@@ -71,18 +72,18 @@ Status Store::Impl::Sync() {
 }
 
 void Store::Impl::SyncLoop() {
-  std::unique_lock<std::mutex> lock(sync_mu_);
+  MutexLock lock(sync_mu_);
   while (!stopping_) {
-    sync_cv_.wait_for(lock, std::chrono::milliseconds(options_.sync_interval_ms));
+    sync_cv_.WaitFor(sync_mu_, std::chrono::milliseconds(options_.sync_interval_ms));
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     if (Status s = Sync(); !s.ok()) Log("store: " + s.message());
-    lock.lock();
+    lock.Lock();
   }
 }
 
 StoreStats Store::Impl::Stats() const {
-  auto lock = ReadLock();
+  ReaderMutexLock lock(mu_);
   StoreStats st;
   st.head_series = head_.live_series();
   st.samples_appended = samples_appended_;

@@ -29,17 +29,15 @@
 //              lets go of it before joining the thread and taking mu_.
 // The fdatasyncs of Sync run outside every lock, on duplicated handles.
 
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "store/active_segment.h"
 #include "store/file.h"
@@ -60,9 +58,12 @@ class Store::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  Status Open();                                               // recovery.cc
+  // Recovery runs before the store is shared, without mu_ (see above): the analysis cannot
+  // tell, so it is off for Open and the recovery helpers.
+  Status Open() NO_THREAD_SAFETY_ANALYSIS;                     // recovery.cc
   Result<SeriesRef> GetOrCreate(const model::Labels& labels);  // head_append.cc
-  bool Exists(SeriesRef ref) const { return head_.Exists(ref); }
+  // Head::Exists is lock-free (head.h), the one read of head_ without mu_.
+  bool Exists(SeriesRef ref) const NO_THREAD_SAFETY_ANALYSIS { return head_.Exists(ref); }
   Result<CommitResult> Commit(const std::vector<PendingSample>& batch);  // head_append.cc
   Result<QueryResult> Query(const std::vector<model::Matcher>& matchers, std::int64_t mint,
                             std::int64_t maxt) const;  // query.cc
@@ -76,34 +77,32 @@ class Store::Impl {
   void Log(const std::string& line) const {
     if (options_.log) options_.log(line);
   }
-  std::shared_lock<std::shared_mutex> ReadLock() const {
-    return std::shared_lock<std::shared_mutex>(mu_);
-  }
 
   // recovery.cc
-  Status RecoverSegments();
-  void AttachActiveRecord(std::uint8_t type, std::string_view payload, std::uint64_t offset);
-  Status RecoverWal();
-  Status ReplayCheckpoint(std::uint32_t n);
-  void ReplayWalRecord(std::uint8_t type, std::string_view payload);
+  Status RecoverSegments() NO_THREAD_SAFETY_ANALYSIS;
+  void AttachActiveRecord(std::uint8_t type, std::string_view payload,
+                          std::uint64_t offset) NO_THREAD_SAFETY_ANALYSIS;
+  Status RecoverWal() NO_THREAD_SAFETY_ANALYSIS;
+  Status ReplayCheckpoint(std::uint32_t n) NO_THREAD_SAFETY_ANALYSIS;
+  void ReplayWalRecord(std::uint8_t type, std::string_view payload) NO_THREAD_SAFETY_ANALYSIS;
 
   // head_append.cc
-  void AcceptBatch(const std::vector<PendingSample>& batch, CommitResult& result);
-  void AppendToHead(HeadSeries& s, std::int64_t t, std::uint64_t bits);
-  void Seal(HeadSeries& s);
+  void AcceptBatch(const std::vector<PendingSample>& batch, CommitResult& result) REQUIRES(mu_);
+  void AppendToHead(HeadSeries& s, std::int64_t t, std::uint64_t bits) REQUIRES(mu_);
+  void Seal(HeadSeries& s) REQUIRES(mu_);
 
   // checkpoint.cc
-  Status FlushSegment();
-  Status RotateSegmentIfDue();
-  Status CheckpointLocked();
-  Status CheckpointOrRotateWalIfDue();
+  Status FlushSegment() REQUIRES(mu_);
+  Status RotateSegmentIfDue() REQUIRES(mu_);
+  Status CheckpointLocked() REQUIRES(mu_);
+  Status CheckpointOrRotateWalIfDue() REQUIRES(mu_);
 
   // query.cc
   Status QuerySealed(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
-                     QueryResult& result) const;
+                     QueryResult& result) const REQUIRES_SHARED(mu_);
   Status QueryHead(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
-                   QueryResult& result) const;
-  void TrimIndexCache() const;
+                   QueryResult& result) const REQUIRES_SHARED(mu_);
+  void TrimIndexCache() const EXCLUDES(cache_mu_);
 
   // store.cc
   void SyncLoop();
@@ -113,30 +112,30 @@ class Store::Impl {
   FileSystem& files_;
   int lock_fd_ = -1;
 
-  mutable std::shared_mutex mu_;
+  mutable SharedMutex mu_;
   // Guarded by mu_ (head_.Exists excepted), down to the counters.
-  Head head_;
-  std::vector<std::unique_ptr<SealedSegment>> sealed_;  // by id
-  ActiveSegment active_;
-  Wal wal_;
-  bool recovering_ = false;
-  std::uint64_t commits_ = 0;
-  std::vector<const PendingSample*> accepted_;  // Commit's scratch
-  std::string wal_payload_;                     // Commit's scratch
+  Head head_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<SealedSegment>> sealed_ GUARDED_BY(mu_);  // by id
+  ActiveSegment active_ GUARDED_BY(mu_);
+  Wal wal_ GUARDED_BY(mu_);
+  bool recovering_ GUARDED_BY(mu_) = false;
+  std::uint64_t commits_ GUARDED_BY(mu_) = 0;
+  std::vector<const PendingSample*> accepted_ GUARDED_BY(mu_);  // Commit's scratch
+  std::string wal_payload_ GUARDED_BY(mu_);                     // Commit's scratch
 
   // Counters.
-  std::uint64_t samples_appended_ = 0;
-  std::uint64_t samples_rejected_ = 0;
-  std::uint64_t chunks_sealed_ = 0;
-  std::uint64_t chunk_bytes_ = 0;
-  std::uint64_t chunk_samples_ = 0;
+  std::uint64_t samples_appended_ GUARDED_BY(mu_) = 0;
+  std::uint64_t samples_rejected_ GUARDED_BY(mu_) = 0;
+  std::uint64_t chunks_sealed_ GUARDED_BY(mu_) = 0;
+  std::uint64_t chunk_bytes_ GUARDED_BY(mu_) = 0;
+  std::uint64_t chunk_samples_ GUARDED_BY(mu_) = 0;
 
-  mutable std::mutex cache_mu_;
-  mutable std::vector<const SealedSegment*> index_lru_;  // cache_mu_; most recent last
+  mutable Mutex cache_mu_ ACQUIRED_AFTER(mu_);
+  mutable std::vector<const SealedSegment*> index_lru_ GUARDED_BY(cache_mu_);  // most recent last
 
-  std::mutex sync_mu_;
-  std::condition_variable sync_cv_;
-  bool stopping_ = false;  // sync_mu_
+  Mutex sync_mu_;
+  CondVar sync_cv_;
+  bool stopping_ GUARDED_BY(sync_mu_) = false;
   std::thread sync_thread_;
 };
 
