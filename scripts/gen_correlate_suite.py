@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the labelled simulator suite of `gpucanary correlate` (DESIGN.md §7):
+"""Writes the labelled simulator suite of `gpucanary correlate` (docs/contracts.md §7):
 scenarios/correlate/*.yaml and scenarios/correlate/labels.yaml (see
 scenarios/correlate/README.md).
 
@@ -43,7 +43,7 @@ STABLE = "stable"
 DEPLOY_MIN, DEPLOY_MAX = 300, 900  # when the releases are deployed (s from the start)
 RPS_PER_NODE = (32, 38)            # even routing; a node's capacity is ~67 req/s
 
-# Release ids: what CI/CD pipelines announce (DESIGN.md §5). Any YAML key the
+# Release ids: what CI/CD pipelines announce (docs/contracts.md §5). Any YAML key the
 # scenario parser accepts is a release name; these all are.
 RELEASE_IDS = [
     "chat-2026.12.01-1", "chat-2026.12.02-3", "vllm-0.6.4-rc1", "vllm-0.6.4", "vllm-0.6.3.post1",
@@ -54,7 +54,7 @@ RELEASE_IDS = [
     "cublas-12.6.4", "guardrails-1.9", "lora-adapters-2026w49", "max-seqs-384",
 ]
 
-# DESIGN.md §6 cause kinds a release causes here, and how (docs/simulator.md,
+# docs/contracts.md §6 cause kinds a release causes here, and how (docs/simulator.md,
 # "The engine": kernel-profile fields; thermal_throttle is an injected fault
 # with `scope: release`, since no kernel profile overheats a GPU).
 KIND_HOW = {
@@ -708,7 +708,7 @@ LABELS_HEAD = """# Labels of the correlation suite (scenarios/correlate/README.m
 #   category     guilty (one bad release) | none (all harmless, confounders) |
 #                mixed (one bad release and confounders)
 #   guilty       the release a correct `gpucanary correlate` names top suspect (absent: none)
-#   kind         its cause kind, DESIGN.md §6 vocabulary (absent for none)
+#   kind         its cause kind, docs/contracts.md §6 vocabulary (absent for none)
 #   releases     every release, in deploy order (`stable` on all nodes at 0 s first);
 #                each is deployed once, onto its whole node set (releases.jsonl targets)
 #   onset_s      guilty: seconds from the start when its first node starts serving it

@@ -22,7 +22,7 @@ RELEASE_START = 60  # s: the deploy event
 RESTART_S = 10      # the engine's model-server restart per node (a rolling update)
 DURATION = 400
 
-# Faults in the failure vocabulary (DESIGN.md §6) and the scenario fault kind
+# Faults in the failure vocabulary (docs/contracts.md §6) and the scenario fault kind
 # that produces each when injected.
 FAULT_FOR_CAUSE = {
     "thermal_throttle": "thermal",
@@ -485,7 +485,7 @@ LABELS_HEAD = """# Labels of the judge's scenario suite (scenarios/suite/README.
 #   canary_nodes   the nodes whose telemetry is the canary (canary.om); the rest is the baseline
 #   release_start  seconds from the scenario start: the deploy (annotation started_at)
 #   verdict        pass | fail | not_fail (pass or inconclusive are both right)
-#   causes         [{kind, scope, node?, gpus?}] the judge should name (DESIGN.md §6)
+#   causes         [{kind, scope, node?, gpus?}] the judge should name (docs/contracts.md §6)
 #   onset_s        seconds from the scenario start when the fault begins (absent: none)
 #   tags           confounders and features, for slicing results
 #   description    one line

@@ -47,7 +47,7 @@ done
 wait "$load" || true
 wait "$exporter" || true
 
-# A recording (Prometheus text with millisecond timestamps, DESIGN.md §4):
+# A recording (Prometheus text with millisecond timestamps, docs/contracts.md §4):
 # every family's samples together, in time order.
 awk 'FNR == 1 { getline t < (substr(FILENAME, 1, length(FILENAME) - 4) ".time") }
      /^# (HELP|TYPE) / { if (!(($2, $3) in had)) { had[$2, $3] = 1; meta[$3] = meta[$3] $0 "\n" }; next }

@@ -245,7 +245,7 @@ TEST_F(CliTest, SimRejectsABadScenarioWithItsPosition) {
   EXPECT_THAT(r.err, HasSubstr("missing.yaml"));
 }
 
-// gpucanary judge (DESIGN.md §6, docs/cli.md).
+// gpucanary judge (docs/contracts.md §6, docs/cli.md).
 
 // A two-GPU-node recording pair, hand-written: the baseline on node-1, the
 // canary on node-4, `seconds` 1 s samples of the SM clock from t0.

@@ -1,6 +1,6 @@
 // gpucanary correlate --prometheus, end to end with real processes: the
 // simulator records a fleet where a release trips the power brake, promtool
-// backfills the recording into a Prometheus's data directory (DESIGN.md §4
+// backfills the recording into a Prometheus's data directory (docs/contracts.md §4
 // recordings are what `promtool tsdb create-blocks-from openmetrics` takes),
 // Debian's Prometheus serves it, and correlate reads its raw samples back.
 

@@ -227,7 +227,7 @@ TEST_F(ReleaseTest, AnnounceExitCodesAndMessages) {
   EXPECT_EQ(r.out, "{\"id\":\"r1\",\"started_at\":1764680000}\n");
 }
 
-// The simulator writes the releases it rolls out as DESIGN.md §5 JSONL; each
+// The simulator writes the releases it rolls out as docs/contracts.md §5 JSONL; each
 // line reads back and announces as is.
 TEST_F(ReleaseTest, SimulatorReleasesReadAndAnnounce) {
   RunResult r =

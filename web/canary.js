@@ -143,7 +143,7 @@ function renderList(list, id) {
   $('canaries').replaceChildren(...items);
 }
 
-// The annotation's fields in DESIGN.md §5's order, then any others it has.
+// The annotation's fields in docs/contracts.md §5's order, then any others it has.
 const RELEASE_FIELDS = [
   'id', 'service', 'version', 'environment', 'model', 'checkpoint', 'quantization', 'framework',
   'framework_version', 'cuda_version', 'git_sha', 'previous', 'started_at', 'targets', 'selector',

@@ -1,7 +1,7 @@
 // The dashboard's correlation view (docs/dashboard.md, "Which release caused
 // this?"): a range picker, and the daemon's answer to
 // `GET /api/v1/correlate?from=T&to=T` (docs/http-api.md, "Correlation";
-// DESIGN.md §7): per regression its sentence, headline change, onset,
+// docs/contracts.md §7): per regression its sentence, headline change, onset,
 // nodes and GPUs, cause and scope, the suspects with score and reason,
 // every release scored with its time, space, dose and mechanism parts, and
 // the evidence; then the releases considered and where each arrived.

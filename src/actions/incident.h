@@ -13,7 +13,7 @@
 
 namespace gpucanary::actions {
 
-// The release under canary (DESIGN.md §5).
+// The release under canary (docs/contracts.md §5).
 struct Release {
   std::string id;       // "llama3-70b-2026-12-02.1"
   std::string service;  // "chat-api"; "" when the annotation has none

@@ -4,7 +4,7 @@
 //   GET  /api/v1/canaries                 every canary, newest first
 //   GET  /api/v1/canaries/{id}            state, hosts, the judge's report, actions taken
 //   GET  /api/v1/canaries/{id}/verdict    always 200: {"verdict","decided","score","reason"}
-//                                         (an Argo Rollouts Web metric, DESIGN.md §8)
+//                                         (an Argo Rollouts Web metric, docs/contracts.md §8)
 //   GET  /api/v1/canaries/{id}/verdicts   every committed verdict change, oldest first
 //   POST /api/v1/canaries/{id}/stop       ends a running canary ("aborted")
 //   POST /api/v1/flagger/{hook}           Flagger webhooks: confirm-promotion, rollback,

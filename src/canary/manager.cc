@@ -19,7 +19,7 @@ using Json = nlohmann::json;
 using vocab::CanaryState;
 using vocab::Verdict;
 
-// The exporters name the host label either way (DESIGN.md §3).
+// The exporters name the host label either way (docs/contracts.md §3).
 constexpr std::string_view kHostLabels[] = {"Hostname", "hostname"};
 
 double Seconds(std::int64_t ms) { return static_cast<double>(ms) / 1000.0; }

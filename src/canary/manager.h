@@ -50,7 +50,7 @@ struct CanaryOptions {
   HistoryPrometheusOptions history_prometheus;
 };
 
-// What a release annotation asks for (DESIGN.md §5).
+// What a release annotation asks for (docs/contracts.md §5).
 struct CanaryRequest {
   std::string release_id;
   double started_at = 0;                 // Unix seconds
@@ -78,7 +78,7 @@ struct CanaryHooks {
   // Called once when a canary fails, on the manager's thread; may be null.
   std::function<void(const CanaryView& canary)> on_fail;
   // Called once per node when the judge first names a node-scoped cause on
-  // it (a node's own fault, DESIGN.md §6) while the canary goes on; on the
+  // it (a node's own fault, docs/contracts.md §6) while the canary goes on; on the
   // manager's thread; may be null.
   std::function<void(const CanaryView& canary, const std::string& node)> on_node_fault;
   std::function<void(std::string_view)> log;

@@ -1,4 +1,4 @@
-// gpucanary check FILE...: the `promtool check metrics` of gpucanary (DESIGN.md §4).
+// gpucanary check FILE...: the `promtool check metrics` of gpucanary (docs/contracts.md §4).
 // One summary line per file on stdout; FILE:LINE:COLUMN messages on stderr;
 // exit 0 when every file is valid, 3 otherwise.
 

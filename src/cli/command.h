@@ -3,7 +3,7 @@
 // <name>_command.cc and exposes one Register function; main.cc calls them all.
 //
 // A subcommand's callback writes to ctx.out / ctx.err and sets ctx.exit_code.
-// Exit codes follow DESIGN.md: 0 success, 3 bad input or usage (with a message on
+// Exit codes follow docs/contracts.md: 0 success, 3 bad input or usage (with a message on
 // stderr); judge-style commands add 1 (fail) and 2 (inconclusive).
 
 #include <iosfwd>

@@ -1,5 +1,5 @@
 // gpucanary correlate --telemetry FLEET.om --releases RELEASES.jsonl [--from T]
-//   [--to T] [--resolution S] [--min-score X] [--output json|text]: DESIGN.md
+//   [--to T] [--resolution S] [--min-score X] [--output json|text]: docs/contracts.md
 // §7, after the fact: the regressions in a fleet's recorded telemetry and the
 // releases that explain them (src/analysis/correlate/correlate.h).
 // gpucanary correlate --url http://daemon:9464 [--from T] [--to T] ...: the

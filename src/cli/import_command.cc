@@ -1,5 +1,5 @@
 // `gpucanary import nvidia-smi|dcgm-csv INPUT -o OUTPUT.om[.gz]`: converts the
-// GPU logs operators already have into a recorded telemetry file (DESIGN.md §4)
+// GPU logs operators already have into a recorded telemetry file (docs/contracts.md §4)
 // in DCGM vocabulary. The conversion lives in src/importers; this file only maps
 // flags to ImportOptions, runs it and prints the report. See docs/importers.md.
 

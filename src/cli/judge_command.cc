@@ -1,9 +1,9 @@
 // gpucanary judge --baseline BASE --canary CANARY [--release-start T] [--policy FILE]
-//   [--output json]: the offline judge of DESIGN.md §6. Replays both recordings
+//   [--output json]: the offline judge of docs/contracts.md §6. Replays both recordings
 // in time order through the judge engine (src/analysis/judge/judge.h), as if live,
 // and prints its report as one JSON object on stdout.
 //
-// Exit status (DESIGN.md §6): 0 pass, 1 fail, 2 inconclusive, 3 bad input or
+// Exit status (docs/contracts.md §6): 0 pass, 1 fail, 2 inconclusive, 3 bad input or
 // usage (a message on stderr, nothing on stdout).
 
 #include <CLI/CLI.hpp>

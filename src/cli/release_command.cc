@@ -1,5 +1,5 @@
 // gpucanary release announce --url URL --id ID [--started-at T] [--service S] ...
-//   Builds a release annotation (DESIGN.md §5) from flags and/or --file, checks
+//   Builds a release annotation (docs/contracts.md §5) from flags and/or --file, checks
 //   it as the daemon would, POSTs it to URL/api/v1/releases and prints the
 //   daemon's answer.
 // gpucanary release list --url URL [--service S] [--from T] [--to T] [--limit N]
@@ -42,7 +42,7 @@ struct AnnounceFlags {
   ServerFlags server;
   std::string id;
   std::string started_at;
-  // The string fields of DESIGN.md §5, by name: --service, --git-sha, ...
+  // The string fields of docs/contracts.md §5, by name: --service, --git-sha, ...
   std::vector<std::pair<std::string, std::string>> strings;
   std::vector<std::string> targets;
   std::string selector;

@@ -1,6 +1,6 @@
 #pragma once
 // The correlation endpoint of `gpucanary serve` (docs/http-api.md,
-// "Correlation"): DESIGN.md §7 over the daemon's own store and the releases
+// "Correlation"): docs/contracts.md §7 over the daemon's own store and the releases
 // it was told about.
 //
 //   GET /api/v1/correlate?from=T&to=T[&resolution=S][&min_score=X][&source=store|prometheus]

@@ -1,7 +1,7 @@
 #pragma once
 // The release API of `gpucanary serve` (docs/http-api.md, "Releases"):
 //
-//   POST /api/v1/releases        one annotation (DESIGN.md §5, releases/release.h)
+//   POST /api/v1/releases        one annotation (docs/contracts.md §5, releases/release.h)
 //                                201 new, 200 the same again, 409 the same id with
 //                                another annotation, 400 bad JSON or field, 413 too big
 //   GET  /api/v1/releases        service, from, to (Unix seconds or RFC 3339), limit:

@@ -1,6 +1,6 @@
 #pragma once
 // Reading whole expositions: a scrape body in memory, or a recorded telemetry
-// file (DESIGN.md §4) streamed from disk, plain or gzip, or standard input.
+// file (docs/contracts.md §4) streamed from disk, plain or gzip, or standard input.
 //
 // Files are read in chunks cut at line breaks, so memory stays bounded by the
 // chunk size (1 MiB) plus the series table, whatever the file size. Each entry
@@ -77,7 +77,7 @@ class ExpositionReader {
 ReadReport ReadBuffer(std::string_view text, Format format, std::string name,
                       const ReadOptions& options, const SampleCallback& callback = {});
 
-// The format DESIGN.md §4 prescribes: OpenMetrics when the input ends with
+// The format docs/contracts.md §4 prescribes: OpenMetrics when the input ends with
 // "# EOF" (optionally followed by one line break) or the name ends in .om or
 // .om.gz; Prometheus 0.0.4 otherwise.
 Format DetectFormat(std::string_view name, std::string_view tail);

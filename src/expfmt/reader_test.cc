@@ -125,7 +125,7 @@ TEST(DcgmSamplesTest, L4ExactValues) {
 }
 
 TEST(DcgmSamplesTest, PrometheusBenchmarkInputs) {
-  // These files end with "# EOF", so DESIGN.md §4 reads them as OpenMetrics, where
+  // These files end with "# EOF", so docs/contracts.md §4 reads them as OpenMetrics, where
   // their counters (no _total) are invalid; Prometheus parses them as 0.0.4.
   for (const char* name : {"alltypes.237mfs.prom.txt", "alltypes.237mfs.nometa.prom.txt"}) {
     ReadReport detected;

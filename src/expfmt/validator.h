@@ -18,7 +18,7 @@
 //     most 128 code points of labels;
 //   - the input ends with "# EOF".
 //
-// One relaxation, for recorded telemetry (DESIGN.md §4): when every sample of a
+// One relaxation, for recorded telemetry (docs/contracts.md §4): when every sample of a
 // family carries a timestamp, the family and its metrics may reappear later
 // ("time-blocked" recordings: each tick writes every series once). Ordering is
 // then enforced per metric by timestamp instead of by position.

@@ -1,6 +1,6 @@
 #pragma once
 // A client of the Prometheus HTTP query API, for reading baselines from
-// Prometheus, Thanos, Mimir or VictoriaMetrics (DESIGN.md §9).
+// Prometheus, Thanos, Mimir or VictoriaMetrics (docs/contracts.md §9).
 // docs/promql-client.md has the behaviour and the reasons.
 //
 //   QueryRaw      the samples as stored: GET /api/v1/query with

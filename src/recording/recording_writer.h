@@ -1,5 +1,5 @@
 #pragma once
-// RecordingWriter writes gpucanary's recorded telemetry files (DESIGN.md §4):
+// RecordingWriter writes gpucanary's recorded telemetry files (docs/contracts.md §4):
 // OpenMetrics 1.0 text in which every sample carries a timestamp, gzip-compressed
 // when the path ends in ".gz", terminated by "# EOF\n".
 //

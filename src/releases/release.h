@@ -1,5 +1,5 @@
 #pragma once
-// Release annotations (DESIGN.md §5): what a CI/CD pipeline says about a
+// Release annotations (docs/contracts.md §5): what a CI/CD pipeline says about a
 // release, as one JSON object (an HTTP body) or one object per line (a JSONL
 // file):
 //

@@ -9,7 +9,7 @@
 namespace gpucanary::releases {
 namespace {
 
-// DESIGN.md §5's example, verbatim.
+// docs/contracts.md §5's example, verbatim.
 constexpr std::string_view kDesignExample =
     R"({"id": "llama3-70b-2026-12-02.1", "service": "chat-api", "version": "2026.12.02-1",
  "git_sha": "9f1c2e7", "model": "llama-3-70b-instruct", "checkpoint": "ckpt-18000",

@@ -73,7 +73,7 @@ struct TruthRecord {
   double rps = 0;
 };
 
-// What a CI/CD pipeline would have announced (DESIGN.md §5) when a release
+// What a CI/CD pipeline would have announced (docs/contracts.md §5) when a release
 // was first deployed: id = the release name, started_at = that first deploy,
 // targets = its nodes, previous = the release the first of them ran.
 struct ReleaseAnnotation {
@@ -246,7 +246,7 @@ std::string TruthRecordJson(const TruthRecord& record);
 // object per line, times in Unix seconds. Errors: kIoError naming `path`.
 Status WriteTruthJsonl(const std::vector<TruthRecord>& records, const std::string& path);
 
-// Writes one DESIGN.md §5 release annotation per line for `annotations`
+// Writes one docs/contracts.md §5 release annotation per line for `annotations`
 // (Engine::releases()). Errors: kIoError naming `path`.
 Status WriteReleasesJsonl(const std::vector<ReleaseAnnotation>& annotations,
                           const std::string& path);

@@ -1,7 +1,7 @@
 #pragma once
 // Offline generation: runs a fleet on simulated time as fast as the CPU allows
 // and writes what a 1 s scraper would have recorded, as a recorded telemetry
-// file (DESIGN.md §4) in dcgm-exporter's vocabulary.
+// file (docs/contracts.md §4) in dcgm-exporter's vocabulary.
 
 #include <cstdint>
 #include <span>

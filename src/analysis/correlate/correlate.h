@@ -1,5 +1,5 @@
 #pragma once
-// After the fact: which release caused this regression? (DESIGN.md §7,
+// After the fact: which release caused this regression? (docs/contracts.md §7,
 // docs/analysis-method.md, "Correlation").
 //
 //   auto replay = Replay::Open({{"fleet.om", Role::kBaseline}});
@@ -138,7 +138,7 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
 // series): what to select from a store or a Prometheus.
 std::vector<std::string> CorrelateInputNames();
 
-// DESIGN.md §7's JSON: {"regressions": [...]} plus "from", "to",
+// docs/contracts.md §7's JSON: {"regressions": [...]} plus "from", "to",
 // "resolution_s" and "releases" (each release's arrivals).
 std::string CorrelateReportJson(const CorrelateReport& report);
 

@@ -1,4 +1,4 @@
-// The correlation report as DESIGN.md §7 JSON and as text.
+// The correlation report as docs/contracts.md §7 JSON and as text.
 
 #include <cmath>
 #include <cstdio>
@@ -33,7 +33,7 @@ Json SuspectJson(const Suspect& s) {
 
 Json RegressionJson(const Regression& r) {
   Json j;
-  // DESIGN.md §7, in its order.
+  // docs/contracts.md §7, in its order.
   j["metric"] = r.metric;
   j["at"] = Number(r.at);
   j["change"] = Number(r.change);

@@ -1,5 +1,5 @@
 #pragma once
-// Replay of recorded telemetry (DESIGN.md §4) for the judge: one or more
+// Replay of recorded telemetry (docs/contracts.md §4) for the judge: one or more
 // recordings, each tagged baseline or canary, streamed together in timestamp
 // order and cut into 1 s ticks per GPU and metric (docs/analysis-method.md,
 // "Inputs, time and alignment").
@@ -18,7 +18,7 @@
 //    (telemetry::HostOf, the key every other command prints). A series with a
 //    host but no `gpu` label (vLLM's, say) is node-level and belongs to the
 //    node (host from `hostname`/`Hostname`, else the host part of `instance`,
-//    DESIGN.md §3); the judge maps a node to its GPUs (NodeInfo::gpus).
+//    docs/contracts.md §3); the judge maps a node to its GPUs (NodeInfo::gpus).
 //  - Tick t (Unix seconds) = floor(sample timestamp). A series' value at tick t
 //    is its LAST sample in [t, t+1). A second with no sample of a series has no
 //    point for it: missing is never 0 and never carried forward. NaN samples
@@ -46,7 +46,7 @@
 // (expfmt::ExpositionReader, so every OpenMetrics / 0.0.4 rule is checked) and
 // merged by tick. Memory is the series and GPU tables plus, per input, the
 // samples of at most reorder_window_s + 2 ticks and one chunk; it does not grow
-// with the length of the files. A recording must be time-blocked (DESIGN.md §4):
+// with the length of the files. A recording must be time-blocked (docs/contracts.md §4):
 // a sample may come at most reorder_window_s seconds (of tick) after a later
 // one in the same file.
 //

@@ -34,7 +34,7 @@ Json EvidenceJson(const Evidence& e) {
 
 Json CauseJson(const Cause& c) {
   Json j;
-  // DESIGN.md §6, in its order.
+  // docs/contracts.md §6, in its order.
   j["kind"] = vocab::Name(c.kind);
   j["scope"] = vocab::Name(c.scope);
   j["gpus"] = Strings(c.gpus);
@@ -53,7 +53,7 @@ Json CauseJson(const Cause& c) {
 
 Json MetricJson(const MetricResult& m) {
   Json j;
-  // DESIGN.md §6, in its order.
+  // docs/contracts.md §6, in its order.
   j["name"] = m.name;
   j["baseline"] = Number(m.baseline);
   j["canary"] = Number(m.canary);
@@ -283,7 +283,7 @@ Result<Report> ReportFromJson(std::string_view json) {
 
 std::string ReportToJson(const Report& report, int indent) {
   Json j;
-  // DESIGN.md §6, in its order.
+  // docs/contracts.md §6, in its order.
   j["verdict"] = vocab::Name(report.verdict);
   j["decided_at"] = Number(report.decided_at);
   j["score"] = Number(report.score);

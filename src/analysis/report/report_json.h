@@ -1,6 +1,6 @@
 #pragma once
 // The judge's report as JSON: the output of `gpucanary judge --output json`
-// (DESIGN.md §6), and later of the daemon's API.
+// (docs/contracts.md §6), and later of the daemon's API.
 //
 // Shape, keys in this order (the contract's first, then gpucanary's extras):
 //

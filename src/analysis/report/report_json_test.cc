@@ -25,7 +25,7 @@ std::vector<std::string> Keys(const Json& object) {
   return keys;
 }
 
-// The example of DESIGN.md §6, plus the extras.
+// The example of docs/contracts.md §6, plus the extras.
 Report PowerBrakeReport() {
   Report r;
   r.verdict = Verdict::kFail;
