@@ -2,8 +2,8 @@
 // Groups dcgm-exporter samples by GPU: per GPU and metric the latest value and
 // statistics over everything read (a scrape, or a whole recording), plus the
 // distribution of the throttle bitmask, with the GPU's identity labels. A GPU is "<hostname>/<gpu
-// index>" (docs/contracts.md §3), with the host taken from `Hostname` (dcgm-exporter <= 4.5.3-4.8.2) or
-// `hostname` (later), and "-" when a scrape carries neither (`-n` exporters).
+// index>" (docs/contracts.md §3), with the host taken from `Hostname` (dcgm-exporter
+// <= 4.5.3-4.8.2) or `hostname` (later), and "-" when a scrape carries neither (`-n` exporters).
 //
 // Series without a `gpu` label (exporter-level or node-level metrics) are kept
 // per host under gpu "" so nothing is silently dropped.
