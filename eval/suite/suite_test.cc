@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "expfmt/reader.h"
+#include "model/metric_type.h"
 
 namespace gpucanary::eval::suite {
 namespace {
@@ -309,7 +310,7 @@ TEST(SuiteTest, GenerateCaseWritesCanaryAndBaselineRecordings) {
   std::set<std::string> families;
   auto report = expfmt::ReadFile(
       files->canary, expfmt::ReadOptions{},
-      [&](const expfmt::SampleView& s, std::string_view family, expfmt::MetricType) {
+      [&](const expfmt::SampleView& s, std::string_view family, model::MetricType) {
         if (auto h = s.Label("Hostname")) hosts.insert(std::string(*h));
         families.insert(std::string(family));
       });
@@ -319,7 +320,7 @@ TEST(SuiteTest, GenerateCaseWritesCanaryAndBaselineRecordings) {
   EXPECT_TRUE(families.contains("vllm:time_per_output_token_seconds"));
   hosts.clear();
   report = expfmt::ReadFile(files->baseline, expfmt::ReadOptions{},
-                            [&](const expfmt::SampleView& s, std::string_view, expfmt::MetricType) {
+                            [&](const expfmt::SampleView& s, std::string_view, model::MetricType) {
                               if (auto h = s.Label("Hostname")) hosts.insert(std::string(*h));
                             });
   ASSERT_TRUE(report.has_value());
