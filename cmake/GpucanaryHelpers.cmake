@@ -1,14 +1,19 @@
 # Helpers shared by every component: one warnings target for our code only,
 # sanitizer flags, and one function each to add a library, a test, a benchmark.
 
+# Warnings that are errors in every build, for every compiler; tests/compile_checks
+# compiles with the same list, so its checks test the build's own rule.
+set(GPUCANARY_ERROR_FLAGS -Werror=unused-result)
 add_library(gpucanary_warnings INTERFACE)
 target_compile_options(gpucanary_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
   -Wcast-align -Woverloaded-virtual -Wconversion -Wsign-conversion
   -Wnull-dereference -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough
+  ${GPUCANARY_ERROR_FLAGS}
   $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety -Werror=thread-safety>)
 # -Werror=thread-safety: a GUARDED_BY member touched without its lock (core/thread_annotations.h)
-# fails the clang build instead of scrolling past as a warning.
+# fails the clang build instead of scrolling past as a warning. -Werror=unused-result: a
+# dropped Status or Result<T> (both [[nodiscard]], core/status.h) fails every build.
 
 if(GPUCANARY_SANITIZE)
   string(REPLACE ";" "," _gc_san "${GPUCANARY_SANITIZE}")

@@ -1,6 +1,6 @@
 #pragma once
 // The one error model of gpucanary: Status for operations that return nothing,
-// Result<T> (tl::expected<T, Status>) for those that return a value.
+// Result<T> (a [[nodiscard]] tl::expected<T, Status>) for those that return a value.
 //
 // Bad input is an expected error: it is returned, with where and why, never
 // thrown. Exceptions do not cross component boundaries. A broken invariant is
@@ -61,8 +61,20 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// Result<T> is tl::expected<T, Status> that refuses to be ignored: a call whose
+// Result is dropped does not compile (-Werror=unused-result, set for all of
+// our code). Where dropping it is right, write `(void)` and say why beside it.
+// Everything tl::expected offers works on it; its monadic members (map,
+// and_then) return the plain tl::expected, which converts back implicitly.
 template <typename T>
-using Result = tl::expected<T, Status>;
+class [[nodiscard]] Result : public tl::expected<T, Status> {
+ public:
+  using Base = tl::expected<T, Status>;
+  using Base::Base;
+  Result() = default;
+  Result(const Base& other) : Base(other) {}        // NOLINT(google-explicit-constructor)
+  Result(Base&& other) : Base(std::move(other)) {}  // NOLINT(google-explicit-constructor)
+};
 
 // Makes the error side of a Result: `return Error(StatusCode::kNotFound, "no such file");`
 inline tl::unexpected<Status> Error(StatusCode code, std::string message) {

@@ -54,6 +54,7 @@ Result<std::unique_ptr<Collector>> Collector::Start(const Library& library,
     gpu->id.driver_version = c->driver_version_;
     const nvmlReturn_t rc = api.device_get_handle_by_index(i, &gpu->handle);
     if (rc != NVML_SUCCESS) {
+      const MutexLock lock(gpu->mu);  // not shared yet; the lock keeps the analysis whole
       gpu->lost = true;
       gpu->lost_reason = "nvmlDeviceGetHandleByIndex: " + library.ErrorText(rc);
       c->Log("GPU " + std::to_string(i) + " cannot be read: " + gpu->lost_reason);
@@ -86,6 +87,7 @@ Result<std::unique_ptr<Collector>> Collector::Start(const Library& library,
           support.isSupportedDevice != 0 &&
           api.gpm_sample_alloc(&gpu->gpm_samples[0]) == NVML_SUCCESS &&
           api.gpm_sample_alloc(&gpu->gpm_samples[1]) == NVML_SUCCESS) {
+        const MutexLock lock(gpu->mu);
         gpu->gpm = true;
       }
     }
@@ -119,6 +121,7 @@ void Collector::StartEvents() {
   }
   bool any = false;
   for (const std::unique_ptr<Gpu>& gpu : gpus_) {
+    const MutexLock lock(gpu->mu);  // the event thread has not started yet
     if (gpu->lost) continue;
     const nvmlReturn_t rc =
         api_.device_register_events(gpu->handle, nvmlEventTypeXidCriticalError, event_set_);
@@ -154,7 +157,7 @@ void Collector::EventLoop() {
     }
     if (gpu == nullptr) continue;
     {
-      const MutexLock lock(mu_);
+      const MutexLock lock(gpu->mu);
       gpu->last_xid = static_cast<double>(data.eventData);
       ++gpu->xids;
     }
@@ -183,8 +186,8 @@ std::size_t Collector::gpu_count() const { return gpus_.size(); }
 std::vector<GpuStatus> Collector::Status() const {
   std::vector<GpuStatus> out;
   out.reserve(gpus_.size());
-  const MutexLock lock(mu_);
   for (const std::unique_ptr<Gpu>& g : gpus_) {
+    const MutexLock lock(g->mu);
     GpuStatus s;
     s.index = g->index;
     s.uuid = g->id.uuid;

@@ -30,7 +30,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/mutex.h"
 #include "core/status.h"
 #include "dcgm/readings.h"
 #include "nvml/library.h"
@@ -111,7 +110,6 @@ class Collector {
   std::string driver_version_;
   std::vector<std::unique_ptr<Gpu>> gpus_;
 
-  mutable Mutex mu_;  // guards the shared parts of Gpu (see collector_internal.h)
   nvmlEventSet_t event_set_ = nullptr;
   // The GPM query (13 KB): allocated once, used by the sampling thread only.
   std::unique_ptr<nvmlGpmMetricsGet_t> gpm_get_;

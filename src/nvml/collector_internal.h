@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "core/mutex.h"
 #include "dcgm/readings.h"
 #include "nvml/collector.h"
 #include "nvml/nvml_abi.h"
@@ -102,19 +103,21 @@ struct Collector::Gpu {
   std::bitset<kQueryCount> unsupported;
   std::bitset<kQueryCount> error_logged;
   bool temperature_v = true;  // nvmlDeviceGetTemperatureV until it is refused
-  bool gpm = false;
   std::array<nvmlGpmSample_t, 2> gpm_samples{};
   int gpm_last = 0;  // which of gpm_samples holds the last sample
   bool gpm_have_sample = false;
   std::int64_t gpm_sample_ms = 0;
   std::array<std::optional<double>, kGpmMetrics.size()> gpm_values{};  // the last window
-  // Shared with the event thread: guarded by Collector::mu_.
-  bool lost = false;
-  std::string lost_reason;
-  std::optional<double> last_xid;
-  std::uint64_t xids = 0;
-  std::uint64_t errors = 0;
-  bool xid_events = false;
+  // Shared with the event thread (Xids) and with Collector::Status's callers.
+  // Each GPU has its own lock: no operation needs two GPUs' state at once.
+  mutable Mutex mu;
+  bool gpm GUARDED_BY(mu) = false;
+  bool lost GUARDED_BY(mu) = false;
+  std::string lost_reason GUARDED_BY(mu);
+  std::optional<double> last_xid GUARDED_BY(mu);
+  std::uint64_t xids GUARDED_BY(mu) = 0;
+  std::uint64_t errors GUARDED_BY(mu) = 0;
+  bool xid_events GUARDED_BY(mu) = false;
 };
 
 }  // namespace gpucanary::nvml

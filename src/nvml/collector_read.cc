@@ -87,7 +87,7 @@ void Collector::ReadGpu(Gpu& gpu, std::int64_t now_ms, dcgm::Readings& r) {
 
 void Collector::GpuReader::Read(std::int64_t now_ms) {
   {
-    const MutexLock lock(c_.mu_);
+    const MutexLock lock(gpu_.mu);
     lost_ = gpu_.lost;
   }
   ReadClocks();
@@ -103,7 +103,7 @@ void Collector::GpuReader::Read(std::int64_t now_ms) {
   // sample in KB/s.
   if (!lost_ && !r_.Get(ExporterField::kPcieTxBytes)) ReadPcieTraffic();
 
-  const MutexLock lock(c_.mu_);
+  const MutexLock lock(gpu_.mu);
   if (lost_) r_ = dcgm::Readings{};  // a lost GPU keeps only its last Xid
   if (gpu_.last_xid) r_.Set(ExporterField::kXidErrors, *gpu_.last_xid);
 }
@@ -113,7 +113,7 @@ void Collector::GpuReader::Read(std::int64_t now_ms) {
 bool Collector::GpuReader::Check(Query q, nvmlReturn_t rc) {
   if (rc == NVML_SUCCESS) return true;
   if (rc == NVML_ERROR_GPU_IS_LOST) {
-    const MutexLock lock(c_.mu_);
+    const MutexLock lock(gpu_.mu);
     if (!gpu_.lost) {
       gpu_.lost = true;
       gpu_.lost_reason = std::string(kQueryNames[q]) + ": " + c_.lib_.ErrorText(rc);
@@ -128,7 +128,7 @@ bool Collector::GpuReader::Check(Query q, nvmlReturn_t rc) {
     return false;
   }
   {
-    const MutexLock lock(c_.mu_);
+    const MutexLock lock(gpu_.mu);
     ++gpu_.errors;
   }
   if (!gpu_.error_logged.test(q)) {
@@ -359,7 +359,10 @@ void Collector::GpuReader::ReadPcieTraffic() {
 }
 
 void Collector::ReadGpm(Gpu& gpu, std::int64_t now_ms, dcgm::Readings& r) {
-  if (!gpu.gpm) return;
+  {
+    const MutexLock lock(gpu.mu);
+    if (!gpu.gpm) return;
+  }
   // Less than NVML's minimum since the last GPM sample: the last window again.
   if (gpu.gpm_have_sample && now_ms - gpu.gpm_sample_ms < kGpmMinIntervalMs) {
     ApplyGpm(gpu, r);
@@ -392,17 +395,17 @@ void Collector::ApplyGpm(const Gpu& gpu, dcgm::Readings& r) {
 // call failed; the window's values are gone either way.
 void Collector::GpmSampleFailed(Gpu& gpu, nvmlReturn_t rc) {
   if (rc == NVML_ERROR_GPU_IS_LOST) {
-    const MutexLock lock(mu_);
+    const MutexLock lock(gpu.mu);
     if (!gpu.lost) {
       gpu.lost = true;
       gpu.lost_reason = "nvmlGpmSampleGet: " + lib_.ErrorText(rc);
       Log("GPU " + std::to_string(gpu.index) + " is lost: " + gpu.lost_reason);
     }
   } else if (IsUnsupported(rc)) {
-    const MutexLock lock(mu_);
+    const MutexLock lock(gpu.mu);
     gpu.gpm = false;
   } else {
-    const MutexLock lock(mu_);
+    const MutexLock lock(gpu.mu);
     ++gpu.errors;
   }
   gpu.gpm_values = {};
@@ -425,7 +428,7 @@ bool Collector::GetGpmMetrics(Gpu& gpu, int next, std::int64_t now_ms) {
   gpu.gpm_sample_ms = now_ms;
   gpu.gpm_values = {};
   if (get_rc != NVML_SUCCESS) {
-    const MutexLock lock(mu_);
+    const MutexLock lock(gpu.mu);
     ++gpu.errors;
     if (!gpu.error_logged.test(kQGpm)) {
       gpu.error_logged.set(kQGpm);
