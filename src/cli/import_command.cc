@@ -25,6 +25,7 @@ struct ImportFlags {
   std::string input;
   std::string output;
   std::string hostname;
+  std::string model_name;
   std::string gpu = "0";
   std::string utc_offset = "+00:00";
   bool skip_bad_lines = false;
@@ -59,6 +60,7 @@ Result<importers::ImportReport> Convert(InputKind kind, const ImportFlags& flags
 void RunImport(InputKind kind, const ImportFlags& flags, CommandContext& ctx) {
   importers::ImportOptions options;
   options.hostname = flags.hostname;
+  options.model_name = flags.model_name;
   options.gpu = flags.gpu;
   options.skip_bad_lines = flags.skip_bad_lines;
   if (options.gpu.empty()) {
@@ -110,6 +112,9 @@ CLI::App* AddImportSubcommand(CLI::App& import, InputKind kind, CommandContext& 
       ->required();
   sub->add_option("--hostname", flags->hostname,
                   "Hostname label (default: the input file's name without extensions)");
+  sub->add_option("--model", flags->model_name,
+                  "modelName label, the GPU model (e.g. \"NVIDIA H100 PCIe\"), for rows without "
+                  "one; the judge compares GPUs only within a model");
   if (smi) {
     sub->add_option("--gpu", flags->gpu, "gpu label when the log has no index column")
         ->capture_default_str();

@@ -326,7 +326,9 @@ bool CsvImport::IdentifyGpu(RowError* error) {
   add_label("UUID", cell_of(ColumnRole::kUuid));
   add_label("pci_bus_id", cell_of(ColumnRole::kPciBusId));
   add_label("device", device_);
-  add_label("modelName", cell_of(ColumnRole::kModelName));
+  std::string_view model_name = cell_of(ColumnRole::kModelName);
+  if (model_name.empty()) model_name = options_.model_name;
+  add_label("modelName", model_name);
   add_label("Hostname", hostname);
   return true;
 }

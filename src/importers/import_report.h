@@ -18,6 +18,11 @@ struct ImportOptions {
   // directory and extensions ("logs/node-3.csv.gz" -> "node-3"; "-" -> "stdin").
   // A Hostname/hostname column, where the input has one, wins over this.
   std::string hostname;
+  // Value of the modelName label (the GPU model, e.g. "NVIDIA H100 PCIe") for
+  // rows whose input has no model column or an empty cell there. The judge
+  // compares GPUs only within one model, so a log without its model should be
+  // given one. A name/gpu_name/gpu_model/modelName cell wins over this.
+  std::string model_name;
   // Value of the gpu label when the input has no GPU index column.
   std::string gpu = "0";
   // nvidia-smi timestamps are the logging host's local time without a zone;

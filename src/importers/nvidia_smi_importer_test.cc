@@ -153,6 +153,50 @@ TEST(NvidiaSmiImporterTest, FirstLinesOfTheH100LogExactly) {
   EXPECT_EQ(report->gpus, std::vector<std::string>{"h100-pcie/3"});
 }
 
+// The real logs have no name column: --model gives them their modelName, in
+// dcgm-exporter's label order (after device, before Hostname).
+TEST(NvidiaSmiImporterTest, ModelOptionGivesALogWithoutANameColumnItsModel) {
+  const auto output = TempPath("a100_model.om");
+  ImportOptions options;
+  options.hostname = "a100-pcie";
+  options.model_name = "NVIDIA A100-PCIE-40GB";
+  auto report = Import(kTraceDir + "a100pcie250w_fp16gemm_maxpower.csv", output, options);
+  ASSERT_TRUE(report.has_value()) << report.error().ToString();
+  std::vector<std::string> samples;
+  ForEachLine(output, [&](std::string_view line) {
+    if (!line.starts_with('#') && samples.size() < 2) samples.emplace_back(line);
+  });
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_TRUE(samples[0].starts_with(
+      R"(DCGM_FI_DEV_GPU_UTIL{gpu="0",device="nvidia0",modelName="NVIDIA A100-PCIE-40GB",)"
+      R"(Hostname="a100-pcie"} 0 )"))
+      << samples[0];
+}
+
+// A name cell wins over --model; an empty one falls back to it.
+TEST(NvidiaSmiImporterTest, NameColumnWinsOverTheModelOption) {
+  const auto input = WriteTempFile("named.csv",
+                                   "timestamp, name, power.draw [W]\n"
+                                   "2024/01/02 03:04:05.678, NVIDIA H100 PCIe, 101.50 W\n"
+                                   "2024/01/02 03:04:06.678, , 102.50 W\n");
+  const auto output = TempPath("named.om");
+  ImportOptions options;
+  options.hostname = "n";
+  options.model_name = "NVIDIA A100-PCIE-40GB";
+  auto report = Import(input.string(), output, options);
+  ASSERT_TRUE(report.has_value()) << report.error().ToString();
+  std::vector<std::string> samples;
+  ForEachLine(output, [&](std::string_view line) {
+    if (!line.starts_with('#')) samples.emplace_back(line);
+  });
+  EXPECT_EQ(samples, (std::vector<std::string>{
+                         R"(DCGM_FI_DEV_POWER_USAGE{gpu="0",device="nvidia0",)"
+                         R"(modelName="NVIDIA H100 PCIe",Hostname="n"} 101.5 1704164645.678)",
+                         R"(DCGM_FI_DEV_POWER_USAGE{gpu="0",device="nvidia0",)"
+                         R"(modelName="NVIDIA A100-PCIE-40GB",Hostname="n"} 102.5 1704164646.678)",
+                     }));
+}
+
 // ---- Synthetic multi-GPU log with identity columns, units, hex, P-states, N/A.
 
 constexpr std::string_view kHeader =

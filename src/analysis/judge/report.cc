@@ -53,6 +53,7 @@ class ReportWriter {
   void AddMetricEvidence(Cause& c, const MetricFinding& first_metric) const;
   void AddVerdict(Report& report) const;
   void AddNotes(Report& report) const;
+  void AddModelNotes(Report& report) const;
 
   const ReportSources& in_;
   const std::vector<GpuInfo>* gpu_info_;
@@ -356,21 +357,34 @@ void ReportWriter::AddVerdict(Report& report) const {
   }
 }
 
+// GPUs are compared only within one model (the modelName label): a canary
+// model without a baseline of its own is named and left out; GPUs without the
+// label form one "unknown" model, compared as one when both arms have them.
+void ReportWriter::AddModelNotes(Report& report) const {
+  const Fleet& fleet = in_.fleet;
+  for (const auto& [name, id] : fleet.groups()) {
+    const int canary = fleet.group_canary(id);
+    const int baseline = fleet.group_baseline(id);
+    if (canary == 0) continue;
+    const std::string model =
+        name.empty() ? "of unknown model (no modelName label)" : "of model '" + name + "'";
+    if (baseline == 0) {
+      report.notes.push_back(std::to_string(canary) + " canary GPU(s) " + model +
+                             " have no baseline GPU of the same model: not compared");
+    } else if (name.empty()) {
+      report.notes.push_back(std::to_string(canary) + " canary and " + std::to_string(baseline) +
+                             " baseline GPU(s) carry no modelName label: compared as one model "
+                             "(give an imported log its model with `gpucanary import --model`)");
+    }
+  }
+}
+
 void ReportWriter::AddNotes(Report& report) const {
   const Fleet& fleet = in_.fleet;
   report.notes = fleet.notes();
   if (report.canary_gpus == 0) report.notes.emplace_back("no canary GPU in the data");
   if (report.baseline_gpus == 0) report.notes.emplace_back("no baseline GPU in the data");
-  for (std::size_t grp = 0; grp < fleet.group_count(); ++grp) {
-    const int group = static_cast<int>(grp);
-    if (fleet.group_canary(group) == 0 || fleet.group_baseline(group) != 0) continue;
-    for (const auto& [name, id] : fleet.groups()) {
-      if (id != group) continue;
-      report.notes.push_back(std::to_string(fleet.group_canary(group)) +
-                             " canary GPU(s) of model '" + name +
-                             "' have no baseline GPU of the same model: not compared");
-    }
-  }
+  AddModelNotes(report);
   if (in_.ignored_ticks > 0) {
     report.notes.push_back(std::to_string(in_.ignored_ticks) +
                            " tick(s) out of time order ignored");
