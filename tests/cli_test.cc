@@ -113,6 +113,47 @@ TEST_F(CliTest, ImportNvidiaSmiThenCheck) {
   EXPECT_THAT(r.out, HasSubstr("h100pcie/0"));
 }
 
+// Real logs of an A100 and an H100 (no name column), shifted to overlap: the
+// judge compares GPUs only within a model. Without --model both are the
+// unknown model (compared, with a note); with it, the H100 canary has no
+// baseline of its model and is not compared.
+TEST_F(CliTest, ImportModelKeepsGpuModelsApartInTheJudge) {
+  const std::string dir = Shared("data/gpu-traces/yqg9651-cuda_test/");
+  const auto import = [&](const std::string& file, const std::string& out,
+                          const std::string& flags) {
+    RunResult r = Run("import nvidia-smi " + dir + file + " -o " + (dir_ / out).string() + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  const auto sm_clock = [](const nlohmann::json& report) {
+    for (const nlohmann::json& m : report["metrics"]) {
+      if (m["name"] == "DCGM_FI_DEV_SM_CLOCK") return m["result"].get<std::string>();
+    }
+    return std::string("missing");
+  };
+  import("a100pcie250w_fp16gemm_maxpower.csv", "a100.om", " --hostname a100 --utc-offset +07:39");
+  import("h100pcie350w_fp8gemm_maxpower.csv", "h100.om", " --hostname h100");
+  RunResult r = Run("judge --baseline " + (dir_ / "a100.om").string() + " --canary " +
+                    (dir_ / "h100.om").string());
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(sm_clock(j), "no_data");
+  EXPECT_THAT(j["notes"].dump(), HasSubstr("1 canary and 1 baseline GPU(s) carry no modelName "
+                                           "label: compared as one model"));
+
+  import("a100pcie250w_fp16gemm_maxpower.csv", "a100m.om",
+         " --hostname a100 --utc-offset +07:39 --model 'NVIDIA A100-PCIE-40GB'");
+  import("h100pcie350w_fp8gemm_maxpower.csv", "h100m.om",
+         " --hostname h100 --model 'NVIDIA H100 PCIe'");
+  r = Run("judge --baseline " + (dir_ / "a100m.om").string() + " --canary " +
+          (dir_ / "h100m.om").string());
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(sm_clock(j), "no_data");
+  EXPECT_THAT(j["notes"].dump(), HasSubstr("1 canary GPU(s) of model 'NVIDIA H100 PCIe' have no "
+                                           "baseline GPU of the same model: not compared"));
+  EXPECT_EQ(j["causes"].size(), 0u);
+}
+
 TEST_F(CliTest, ImportRejectsMalformedCsvWithPosition) {
   std::ofstream(dir_ / "bad.csv") << "timestamp,phase,gpu,gpu_model,power_w\n"
                                      "1775016266.006,init,0,NVIDIA H100 80GB HBM3,71.4\n"
@@ -269,10 +310,11 @@ TEST_F(CliTest, JudgeUsageErrorsExitThreeWithAMessage) {
       " --baseline " + (dir_ / "base.om").string() + " --canary " + (dir_ / "canary.om").string();
   RunResult r = Run("judge");
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("--baseline is required"));
+  EXPECT_THAT(r.err, HasSubstr("give --baseline FILE and --canary FILE (recordings), or "
+                               "--prometheus URL"));
   r = Run("judge --baseline " + (dir_ / "base.om").string());
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("--canary is required"));
+  EXPECT_THAT(r.err, HasSubstr("give --baseline FILE and --canary FILE"));
   r = Run("judge" + files + " --output text");
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_THAT(r.err, HasSubstr("gpucanary judge: --output: 'text' is not supported (only json"));

@@ -3,10 +3,15 @@
 // in time order through the judge engine (src/analysis/judge/judge.h), as if live,
 // and prints its report as one JSON object on stdout.
 //
+// gpucanary judge --prometheus URL --canary-hosts H,.. --baseline-hosts H,..
+//   --from T --to T [...]: the same, with both arms read from a Prometheus-compatible
+// server (analysis/live/prometheus_arms.h) instead of recordings.
+//
 // Exit status (docs/contracts.md §6): 0 pass, 1 fail, 2 inconclusive, 3 bad input or
 // usage (a message on stderr, nothing on stdout).
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -18,14 +23,18 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "analysis/judge/judge.h"
+#include "analysis/live/prometheus_arms.h"
 #include "analysis/policy/policy.h"
 #include "analysis/replay/replay.h"
 #include "analysis/report/report_json.h"
 #include "cli/command.h"
+#include "cli/time_flag.h"
 #include "core/status.h"
 #include "core/time_format.h"
+#include "net/url.h"
 
 namespace gpucanary::cli {
 namespace {
@@ -35,6 +44,14 @@ using analysis::Report;
 struct JudgeArgs {
   std::string baseline;
   std::string canary;
+  // --prometheus: both arms from a server instead of files.
+  std::string prometheus;
+  std::vector<std::string> canary_hosts;
+  std::vector<std::string> baseline_hosts;
+  std::vector<std::string> canary_selectors;
+  std::vector<std::string> baseline_selectors;
+  std::string from;
+  std::string to;
   std::string release_start;  // "" if not given
   std::string policy;         // "" = the built-in default
   std::string output = "json";
@@ -42,26 +59,6 @@ struct JudgeArgs {
 
 std::string FormatSeconds(std::int64_t seconds) {
   return std::to_string(seconds) + " (" + FormatUtcMillis(seconds * 1000) + ")";
-}
-
-// --release-start: Unix seconds (a fraction is allowed) or RFC 3339. The judge
-// works in whole 1 s ticks; a fractional start is rounded down, so the tick
-// the release starts in is judged with the release rather than counted as the
-// canary's history (history must not hold the release's own samples).
-Result<std::int64_t> ParseReleaseStart(std::string_view text) {
-  double seconds = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
-  if (ec == std::errc() && ptr == end && std::isfinite(seconds) && std::abs(seconds) < 1e15) {
-    return static_cast<std::int64_t>(std::floor(seconds));
-  }
-  if (const std::optional<std::int64_t> ms = ParseRfc3339Millis(text)) {
-    return *ms >= 0 ? *ms / 1000 : -((-*ms + 999) / 1000);
-  }
-  return Error(StatusCode::kInvalidArgument,
-               "--release-start: expected Unix seconds (1764680060, 1764680060.5) or an RFC 3339 "
-               "time (2025-12-02T13:00:00Z), got '" +
-                   std::string(text) + "'");
 }
 
 // The same recording given as both arms (also through a link or another path)
@@ -77,7 +74,23 @@ bool SameFile(const std::string& a, const std::string& b) {
   return ca == cb;
 }
 
-// Checks that the replay saw GPUs in both arms and that the recordings reach
+// What each arm was read from, for messages: its file, or its hosts and
+// selectors on the server.
+std::string ArmSource(const JudgeArgs& args, analysis::Role role) {
+  const bool canary = role == analysis::Role::kCanary;
+  if (args.prometheus.empty()) return canary ? args.canary : args.baseline;
+  std::string out;
+  for (const std::string& h : canary ? args.canary_hosts : args.baseline_hosts) {
+    out += (out.empty() ? "" : ",") + h;
+  }
+  for (const std::string& sel : canary ? args.canary_selectors : args.baseline_selectors) {
+    out += (out.empty() ? "" : " ") + sel;
+  }
+  return std::string(analysis::RoleName(role)) + " " + out + " in " + args.prometheus +
+         " between --from " + args.from + " and --to " + args.to;
+}
+
+// Checks that the replay saw GPUs in both arms and that the data reaches
 // past the release start.
 Status CheckCoverage(const analysis::Replay& replay, const JudgeArgs& args,
                      std::optional<std::int64_t> release_start, std::int64_t last_tick) {
@@ -86,11 +99,11 @@ Status CheckCoverage(const analysis::Replay& replay, const JudgeArgs& args,
   for (const analysis::GpuInfo& g : replay.gpus()) {
     (g.role == analysis::Role::kCanary ? canary_gpu : baseline_gpu) = true;
   }
-  for (const auto& [seen, file] :
-       {std::pair{baseline_gpu, &args.baseline}, std::pair{canary_gpu, &args.canary}}) {
+  for (const auto& [seen, role] : {std::pair{baseline_gpu, analysis::Role::kBaseline},
+                                   std::pair{canary_gpu, analysis::Role::kCanary}}) {
     if (!seen) {
       return Status(StatusCode::kInvalidArgument,
-                    "no GPU series in " + *file + " (no sample has a 'gpu' label)");
+                    "no GPU series in " + ArmSource(args, role) + " (no sample has a 'gpu' label)");
     }
   }
   // Nothing after the release: the judge would only ever see history. Almost
@@ -100,30 +113,39 @@ Status CheckCoverage(const analysis::Replay& replay, const JudgeArgs& args,
     return Status(StatusCode::kInvalidArgument,
                   "--release-start " + FormatSeconds(*release_start) +
                       " is after the last sample, " + FormatSeconds(last_tick) +
-                      ": the recordings hold nothing of the release" +
+                      ": the data holds nothing of the release" +
                       (*release_start > 100'000'000'000 ? " (milliseconds? give seconds)" : ""));
   }
   return Status::Ok();
 }
 
-Result<Report> JudgeRecordings(const JudgeArgs& args, const analysis::Policy& policy,
-                               std::optional<std::int64_t> release_start) {
-  auto replay = analysis::Replay::Open({{args.baseline, analysis::Role::kBaseline, std::nullopt},
-                                        {args.canary, analysis::Role::kCanary, std::nullopt}});
-  if (!replay) return Error(replay.error());
+// Both arms from the server; the range was checked by Run.
+Result<std::unique_ptr<analysis::Replay>> FetchArms(const JudgeArgs& args,
+                                                    const analysis::Policy& policy,
+                                                    std::int64_t from_s, std::int64_t to_s) {
+  std::vector<analysis::PrometheusArm> arms = {
+      {analysis::Role::kBaseline, args.baseline_hosts, args.baseline_selectors},
+      {analysis::Role::kCanary, args.canary_hosts, args.canary_selectors}};
+  return analysis::FetchPrometheusArms({args.prometheus, {}}, arms,
+                                       analysis::JudgeInputNames(policy), from_s, to_s);
+}
+
+Result<Report> JudgeReplay(analysis::Replay& replay, const JudgeArgs& args,
+                           const analysis::Policy& policy,
+                           std::optional<std::int64_t> release_start) {
   analysis::Judge judge({.policy = policy, .release_start_s = release_start});
   analysis::Tick tick;
   std::optional<std::int64_t> first_tick;
   std::int64_t last_tick = 0;
   for (;;) {
-    Result<bool> more = (*replay)->Next(tick);
+    Result<bool> more = replay.Next(tick);
     if (!more) return Error(more.error());
     if (!*more) break;
     if (!first_tick) first_tick = tick.time_s;
     last_tick = tick.time_s;
-    judge.Add(tick, analysis::Catalog::Of(**replay));
+    judge.Add(tick, analysis::Catalog::Of(replay));
   }
-  GC_RETURN_IF_ERROR(CheckCoverage(**replay, args, release_start, last_tick));
+  GC_RETURN_IF_ERROR(CheckCoverage(replay, args, release_start, last_tick));
   Report report = judge.Finish();
   // A release before the recording is normal (the recording started late):
   // judge every sample, and say what is lost.
@@ -148,25 +170,98 @@ int ExitCode(analysis::Verdict verdict) {
   return kExitInconclusive;
 }
 
+// Which of the two ways in was asked for, and that it was asked for whole.
+Status CheckSources(const JudgeArgs& args) {
+  const bool files = !args.baseline.empty() || !args.canary.empty();
+  const bool server_flags = !args.canary_hosts.empty() || !args.baseline_hosts.empty() ||
+                            !args.canary_selectors.empty() || !args.baseline_selectors.empty() ||
+                            !args.from.empty() || !args.to.empty();
+  if (args.prometheus.empty()) {
+    if (server_flags) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--canary-hosts, --baseline-hosts, --*-selector, --from and --to go with "
+                    "--prometheus URL");
+    }
+    if (args.baseline.empty() || args.canary.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "give --baseline FILE and --canary FILE (recordings), or --prometheus URL "
+                    "with --canary-hosts/--canary-selector, --baseline-hosts/--baseline-selector, "
+                    "--from and --to");
+    }
+    if (SameFile(args.baseline, args.canary)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--baseline and --canary are the same file '" + args.canary + "'");
+    }
+    return Status::Ok();
+  }
+  if (files) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--prometheus reads both arms: give it without --baseline and --canary files");
+  }
+  if (auto url = net::ParseHttpUrl(args.prometheus); !url) {
+    return Status(StatusCode::kInvalidArgument, "--prometheus: " + url.error().message());
+  }
+  if (args.canary_hosts.empty() && args.canary_selectors.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--prometheus: give the canary's --canary-hosts or --canary-selector");
+  }
+  if (args.baseline_hosts.empty() && args.baseline_selectors.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--prometheus: give the baseline's --baseline-hosts or --baseline-selector");
+  }
+  for (const std::string& h : args.canary_hosts) {
+    if (std::find(args.baseline_hosts.begin(), args.baseline_hosts.end(), h) !=
+        args.baseline_hosts.end()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "host '" + h + "' is in both --canary-hosts and --baseline-hosts");
+    }
+  }
+  if (args.from.empty() || args.to.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--prometheus: give the range to read, --from T and --to T (at most 24 h)");
+  }
+  return Status::Ok();
+}
+
 Status Run(const JudgeArgs& args, CommandContext& ctx) {
   if (args.output != "json") {
     return Status(StatusCode::kInvalidArgument,
                   "--output: '" + args.output + "' is not supported (only json, for now)");
   }
+  GC_RETURN_IF_ERROR(CheckSources(args));
   std::optional<std::int64_t> release_start;
   if (!args.release_start.empty()) {
-    Result<std::int64_t> t = ParseReleaseStart(args.release_start);
+    Result<std::int64_t> t = ParseTimeFlag("--release-start", args.release_start);
     if (!t) return t.error();
     release_start = *t;
-  }
-  if (SameFile(args.baseline, args.canary)) {
-    return Status(StatusCode::kInvalidArgument,
-                  "--baseline and --canary are the same file '" + args.canary + "'");
   }
   Result<analysis::Policy> loaded = analysis::DefaultPolicy();
   if (!args.policy.empty()) loaded = analysis::LoadPolicy(args.policy);
   if (!loaded) return loaded.error();
-  Result<Report> report = JudgeRecordings(args, *loaded, release_start);
+  Result<std::unique_ptr<analysis::Replay>> replay = Error(StatusCode::kInternal, "no input");
+  if (args.prometheus.empty()) {
+    replay = analysis::Replay::Open({{args.baseline, analysis::Role::kBaseline, std::nullopt},
+                                     {args.canary, analysis::Role::kCanary, std::nullopt}});
+  } else {
+    Result<std::int64_t> from = ParseTimeFlag("--from", args.from);
+    if (!from) return from.error();
+    Result<std::int64_t> to = ParseTimeFlag("--to", args.to);
+    if (!to) return to.error();
+    if (*to <= *from || *to - *from > analysis::kMaxPrometheusRangeS) {
+      return Status(StatusCode::kInvalidArgument, "--from/--to: a range of 1 s to 24 h; got " +
+                                                      std::to_string(*to - *from) + " s");
+    }
+    replay = FetchArms(args, *loaded, *from, *to);
+    // A server that cannot be reached or refuses the query leaves no evidence
+    // either way: inconclusive (exit 2), not bad input.
+    if (!replay && replay.error().code() != StatusCode::kInvalidArgument) {
+      ctx.err << "gpucanary judge: " << replay.error().message() << "\n";
+      ctx.exit_code = kExitInconclusive;
+      return Status::Ok();
+    }
+  }
+  if (!replay) return replay.error();
+  Result<Report> report = JudgeReplay(**replay, args, *loaded, release_start);
   if (!report) return report.error();
   ctx.out << analysis::ReportToJson(*report) << "\n";
   ctx.exit_code = ExitCode(report->verdict);
@@ -184,12 +279,35 @@ void RegisterJudgeCommand(CLI::App& app, CommandContext& ctx) {
       "2 inconclusive, 3 bad input or usage.");
   cmd->add_option("--baseline", args->baseline,
                   "Recording of the GPUs running the old release (.om, .prom, .gz)")
-      ->type_name("FILE")
-      ->required();
+      ->type_name("FILE");
   cmd->add_option("--canary", args->canary,
                   "Recording of the canary GPUs, same wall-clock period as the baseline")
-      ->type_name("FILE")
-      ->required();
+      ->type_name("FILE");
+  cmd->add_option("--prometheus", args->prometheus,
+                  "Read both arms from this Prometheus-compatible server instead of files "
+                  "(http://host:9090)")
+      ->type_name("URL");
+  cmd->add_option("--canary-hosts", args->canary_hosts,
+                  "With --prometheus: the canary's hosts (Hostname or hostname label values)")
+      ->delimiter(',')
+      ->type_name("H,..");
+  cmd->add_option("--baseline-hosts", args->baseline_hosts,
+                  "With --prometheus: the baseline's hosts")
+      ->delimiter(',')
+      ->type_name("H,..");
+  cmd->add_option("--canary-selector", args->canary_selectors,
+                  "With --prometheus: also the series this selector matches, for the canary "
+                  "(repeatable; e.g. service series without a host label)")
+      ->type_name("SELECTOR");
+  cmd->add_option("--baseline-selector", args->baseline_selectors,
+                  "With --prometheus: also the series this selector matches, for the baseline")
+      ->type_name("SELECTOR");
+  cmd->add_option("--from", args->from,
+                  "With --prometheus: start of the range read (Unix seconds or RFC 3339); "
+                  "include the canary's history before --release-start")
+      ->type_name("T");
+  cmd->add_option("--to", args->to, "With --prometheus: end of the range read (at most 24 h on)")
+      ->type_name("T");
   cmd->add_option("--release-start", args->release_start,
                   "When the release started on the canary: Unix seconds (1764680060, fractions "
                   "ok) or RFC 3339 (2025-12-02T13:00:00Z). Canary samples before it are the "
