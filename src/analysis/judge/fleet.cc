@@ -13,7 +13,13 @@ constexpr double kSwitchGraceSeconds = 60;  // serving on without a restart: a h
 
 Fleet::Fleet(const Policy& policy, const Timeline& time) : policy_(policy), time_(time) {
   for (std::string_view name : kGpuSlotNames) gpu_slot_names_.emplace_back(name);
-  node_slot_names_.emplace_back(kTokensMetric);
+  NodeSlot tokens{std::string(kTokensMeasure), {}};
+  for (const vocab::ServiceMetric& row : vocab::ServiceMetrics()) {
+    if (row.measure == vocab::ServiceMeasure::kGeneratedTokens) {
+      tokens.sources.push_back({std::string(row.metric), row.scale});
+    }
+  }
+  node_slot_names_.push_back(std::move(tokens));
   tokens_slot_ = 0;
 }
 
@@ -26,11 +32,13 @@ int Fleet::GpuSlotFor(const std::string& name) {
   return static_cast<int>(gpu_slot_names_.size() - 1);
 }
 
-int Fleet::NodeSlotFor(const std::string& name) {
+int Fleet::NodeSlotFor(const std::string& name) { return NodeSlotFor(name, {{name, 1}}); }
+
+int Fleet::NodeSlotFor(const std::string& key, std::vector<SlotSource> sources) {
   for (std::size_t i = 0; i < node_slot_names_.size(); ++i) {
-    if (node_slot_names_[i] == name) return static_cast<int>(i);
+    if (node_slot_names_[i].key == key) return static_cast<int>(i);
   }
-  node_slot_names_.push_back(name);
+  node_slot_names_.push_back({key, std::move(sources)});
   node_slots_ = node_slot_names_.size();
   return static_cast<int>(node_slot_names_.size() - 1);
 }
@@ -55,15 +63,17 @@ void Fleet::SyncMetrics(const std::vector<MetricInfo>& metrics) {
   for (; metrics_synced_ < metrics.size(); ++metrics_synced_) {
     const std::string& name = metrics[metrics_synced_].name;
     int gs = -1;
-    int ns = -1;
+    std::vector<NodeTarget> ns;
     for (std::size_t i = 0; i < gpu_slot_names_.size(); ++i) {
       if (gpu_slot_names_[i] == name) gs = static_cast<int>(i);
     }
     for (std::size_t i = 0; i < node_slot_names_.size(); ++i) {
-      if (node_slot_names_[i] == name) ns = static_cast<int>(i);
+      for (const SlotSource& src : node_slot_names_[i].sources) {
+        if (src.name == name) ns.push_back({static_cast<int>(i), src.scale});
+      }
     }
     metric_gpu_slot_.push_back(gs);
-    metric_node_slot_.push_back(ns);
+    metric_node_slot_.push_back(std::move(ns));
   }
 }
 
@@ -113,13 +123,13 @@ void Fleet::Read(const Tick& tick) {
     if (p.increase) gi_[at] = *p.increase;
   }
   for (const Point& p : tick.node_points) {
-    const int slot = metric_node_slot_[static_cast<std::size_t>(p.metric)];
     node_has_data_[static_cast<std::size_t>(p.entity)] = true;
-    if (slot < 0) continue;
-    const std::size_t at =
-        static_cast<std::size_t>(p.entity) * node_slots_ + static_cast<std::size_t>(slot);
-    nv_[at] = p.value;
-    if (p.increase) ni_[at] = *p.increase;
+    for (const NodeTarget& target : metric_node_slot_[static_cast<std::size_t>(p.metric)]) {
+      const std::size_t at =
+          static_cast<std::size_t>(p.entity) * node_slots_ + static_cast<std::size_t>(target.slot);
+      nv_[at] = p.value * target.scale;
+      if (p.increase) ni_[at] = *p.increase * target.scale;
+    }
   }
   for (const HistogramPoint& h : tick.histograms) {
     if (h.gpu < 0) node_has_data_[static_cast<std::size_t>(h.node)] = true;

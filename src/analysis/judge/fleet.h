@@ -71,11 +71,23 @@ class Fleet {
   // `policy` and `time` must outlive the fleet.
   Fleet(const Policy& policy, const Timeline& time);
 
+  // A node sample read into a slot, and the factor that converts it into
+  // the slot's unit (a service measure's: seconds, tokens, a fraction).
+  struct SlotSource {
+    std::string name;
+    double scale = 1;
+  };
+
   // The slot that keeps the GPU (node) sample `name`, added if new: the
   // fixed GPU slots come first, then what the measures ask for; node slot 0
-  // is the token counter. REQUIRES: before the first Sync.
+  // is the generated-token counter of whichever server a node runs (every
+  // kGeneratedTokens counter of vocab::ServiceMetrics()). REQUIRES: before
+  // the first Sync.
   int GpuSlotFor(const std::string& name);
   int NodeSlotFor(const std::string& name);
+  // A node slot filled from any of `sources` (one per inference server),
+  // named `key`, added if new. A sample may feed several slots.
+  int NodeSlotFor(const std::string& key, std::vector<SlotSource> sources);
   int tokens_slot() const { return tokens_slot_; }
 
   // Takes the catalog's new metrics, nodes and GPUs and clears this tick's
@@ -169,13 +181,21 @@ class Fleet {
   // outlives the judge; the Catalog itself is often a temporary.
   std::optional<Catalog> catalog_;
 
-  std::vector<std::string> gpu_slot_names_;   // fixed slots then policy GPU metrics
-  std::vector<std::string> node_slot_names_;  // tokens, then policy node metrics
+  std::vector<std::string> gpu_slot_names_;  // fixed slots then policy GPU metrics
+  struct NodeSlot {
+    std::string key;
+    std::vector<SlotSource> sources;
+  };
+  struct NodeTarget {
+    int slot;
+    double scale;
+  };
+  std::vector<NodeSlot> node_slot_names_;  // tokens, then policy node metrics
   std::size_t slots_ = kFixedGpuSlots;
   std::size_t node_slots_ = 1;
   int tokens_slot_ = 0;
-  std::vector<int> metric_gpu_slot_;   // catalog metric -> GPU slot (-1)
-  std::vector<int> metric_node_slot_;  // catalog metric -> node slot (-1)
+  std::vector<int> metric_gpu_slot_;                       // catalog metric -> GPU slot (-1)
+  std::vector<std::vector<NodeTarget>> metric_node_slot_;  // catalog metric -> node slots
   std::size_t metrics_synced_ = 0;
 
   std::vector<GpuState> gpus_;

@@ -16,6 +16,7 @@
 #include "analysis/judge/judge.h"
 #include "analysis/policy/policy.h"
 #include "analysis/stats/confidence_sequence.h"
+#include "vocab/service_measures.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::analysis::judge_internal {
@@ -67,8 +68,11 @@ inline constexpr std::array<std::string_view, kFixedGpuSlots> kGpuSlotNames = {
     "DCGM_FI_PROF_PCIE_RX_BYTES",
 };
 
-inline constexpr std::string_view kTokensMetric = "vllm:generation_tokens_total";
-inline constexpr std::string_view kTpotFamily = "vllm:time_per_output_token_seconds";
+// The service measures every judge reads, whatever the policy says: the
+// generated tokens (node slot 0: the restart, tokens per DRAM activity,
+// service events per token) and the per-token latency (a diagnostic).
+inline constexpr std::string_view kTokensMeasure = "generated_tokens";
+inline constexpr std::string_view kPerTokenMeasure = "per_token_latency";
 
 // What a measure compares, per tick and unit.
 enum class MeasureKind : std::uint8_t {
@@ -77,14 +81,16 @@ enum class MeasureKind : std::uint8_t {
   kGpuCount,   // a GPU counter of rare events: count test per GPU-second
   kNodeCount,  // a node (service) counter of events, e.g. errors: count test per token
   kNodeRate,   // a node counter's increase per second, per GPU of the node
+  kNodeGauge,  // a node gauge's value (queue depth, KV-cache usage): the node's, not per GPU
   kNodeMean,   // a node histogram's mean: increase of _sum / increase of _count
   kNodeTail,   // a node histogram's 99th percentile per block (from its buckets)
   kDramEff,    // tokens (else tensor activity) per unit of DRAM activity
 };
 
 inline bool IsNodeLevel(MeasureKind k) {
-  return k == MeasureKind::kNodeRate || k == MeasureKind::kNodeMean ||
-         k == MeasureKind::kNodeTail || k == MeasureKind::kDramEff || k == MeasureKind::kNodeCount;
+  return k == MeasureKind::kNodeRate || k == MeasureKind::kNodeGauge ||
+         k == MeasureKind::kNodeMean || k == MeasureKind::kNodeTail || k == MeasureKind::kDramEff ||
+         k == MeasureKind::kNodeCount;
 }
 inline bool IsCountKind(MeasureKind k) {
   return k == MeasureKind::kGpuCount || k == MeasureKind::kNodeCount;
@@ -101,11 +107,13 @@ struct Measure {
   double alpha_whole = 0;  // error rate of the whole-canary comparison
   double alpha_unit = 0;   // error rate of each per-unit comparison (before the unit split)
   // Resolved from the catalog as names appear (-1: not seen yet).
-  int gpu_slot = -1;       // kGpuGauge/kGpuRate/kGpuCount: slot index in the fleet's GPU values
-  int node_slot = -1;      // kNodeRate: node slot; kNodeMean: the _sum slot
-  int node_slot2 = -1;     // kNodeMean: the _count slot
-  std::string family;      // kNodeTail: histogram family name
-  int family_metric = -1;  // kNodeTail: catalog index of the family
+  int gpu_slot = -1;    // kGpuGauge/kGpuRate/kGpuCount: slot index in the fleet's GPU values
+  int node_slot = -1;   // kNodeRate/kNodeGauge: node slot; kNodeMean: the _sum slot
+  int node_slot2 = -1;  // kNodeMean: the _count slot
+  // kNodeTail: the histogram families (one per server for a measure) and
+  // the catalog indices of those seen so far.
+  std::vector<std::string> families;
+  std::vector<int> family_metrics;
 };
 
 // Whether `change` (relative, NaN: unknown) is worse than `margin` in the

@@ -25,10 +25,15 @@ namespace ji = judge_internal;
 
 std::vector<std::string> JudgeInputNames(const Policy& policy) {
   std::set<std::string> names(ji::kGpuSlotNames.begin(), ji::kGpuSlotNames.end());
-  names.emplace(ji::kTokensMetric);
-  const std::string tpot(ji::kTpotFamily);
-  names.insert({tpot + "_sum", tpot + "_count"});
+  // Every server's samples of the measures the judge always reads (tokens,
+  // per-token latency) and of the measures the policy names.
+  std::set<vocab::ServiceMeasure> measures = {vocab::ServiceMeasure::kGeneratedTokens,
+                                              vocab::ServiceMeasure::kPerTokenLatency};
   for (const MetricPolicy& mp : policy.metrics) {
+    if (mp.measure) {
+      measures.insert(*mp.measure);
+      continue;
+    }
     switch (mp.kind) {
       case MetricPolicy::Kind::kMean:
         names.insert({mp.name + "_sum", mp.name + "_count"});
@@ -40,6 +45,10 @@ std::vector<std::string> JudgeInputNames(const Policy& policy) {
         names.insert(mp.name);
         break;
     }
+  }
+  for (const vocab::ServiceMetric& row : vocab::ServiceMetrics()) {
+    if (!measures.contains(row.measure)) continue;
+    for (std::string& sample : vocab::SampleNames(row)) names.insert(std::move(sample));
   }
   return {names.begin(), names.end()};
 }

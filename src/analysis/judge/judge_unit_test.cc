@@ -130,7 +130,7 @@ TEST(JudgeUnitTest, SlowerCanaryFailsAsSoftwareRegression) {
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(c->failing);
   ASSERT_FALSE(r.metrics.empty());
-  EXPECT_EQ(r.metrics[0].name, "vllm:time_per_output_token_seconds");
+  EXPECT_EQ(r.metrics[0].name, "per_token_latency");  // the measure, from legacy vLLM names
   EXPECT_EQ(r.metrics[0].result, "high");
   EXPECT_NEAR(r.metrics[0].change, 0.10, 0.01);
   EXPECT_GT(r.metrics[0].interval_lo, 0.03);  // beyond the 3% margin

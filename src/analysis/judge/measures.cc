@@ -6,8 +6,87 @@
 namespace gpucanary::analysis::judge_internal {
 namespace {
 
-// A measure of a policy metric. Service metrics are vLLM's (node level, by
-// their prefix); the rest are DCGM fields of a GPU.
+using Sources = std::vector<Fleet::SlotSource>;
+
+// The samples each server gives a measure's mean: the numerator (a
+// histogram's _sum, or a counter) and the denominator (its _count, or the
+// other counter); a gauge's or counter's own sample.
+struct MeasureSources {
+  Sources num, den, value;
+  std::vector<std::string> families;  // histograms, for a p99
+};
+
+MeasureSources SourcesOf(vocab::ServiceMeasure measure) {
+  MeasureSources out;
+  for (const vocab::ServiceMetric& row : vocab::ServiceMetrics()) {
+    if (row.measure != measure) continue;
+    const std::string metric(row.metric);
+    switch (row.type) {
+      case vocab::SourceType::kHistogram:
+        out.num.push_back({metric + "_sum", row.scale});
+        out.den.push_back({metric + "_count", 1});
+        out.families.push_back(metric);
+        break;
+      case vocab::SourceType::kCounterRatio:
+        out.num.push_back({metric, row.scale});
+        out.den.push_back({std::string(row.denominator), 1});
+        break;
+      case vocab::SourceType::kCounter:
+      case vocab::SourceType::kGauge:
+        // A label selector cannot be honoured here: the replay sums a
+        // node's series of one name (docs/analysis-method.md).
+        if (row.selector.empty()) out.value.push_back({metric, row.scale});
+        break;
+    }
+  }
+  return out;
+}
+
+// Whether a metric named in a policy is a service metric (node level): a
+// vLLM name, or a sample of any server's row in the measure table. The rest
+// are a GPU's (DCGM fields).
+bool IsServiceMetric(const std::string& name) {
+  if (name.rfind("vllm:", 0) == 0) return true;
+  for (const vocab::ServiceMetric& row : vocab::ServiceMetrics()) {
+    if (name == row.metric || name == row.denominator) return true;
+    for (const std::string& sample : vocab::SampleNames(row)) {
+      if (name == sample) return true;
+    }
+  }
+  return false;
+}
+
+// A measure of a policy entry that names a service measure: the node slots
+// (or histogram families) every server's samples of it are filed under.
+void ReadServiceMeasure(const MetricPolicy& mp, Measure& m, Fleet& fleet) {
+  const MeasureSources src = SourcesOf(*mp.measure);
+  const std::string key(vocab::Name(*mp.measure));
+  switch (mp.kind) {
+    case MetricPolicy::Kind::kMean:
+      m.kind = MeasureKind::kNodeMean;
+      m.node_slot = fleet.NodeSlotFor(key + ":sum", src.num);
+      m.node_slot2 = fleet.NodeSlotFor(key + ":count", src.den);
+      break;
+    case MetricPolicy::Kind::kP99:
+      m.kind = MeasureKind::kNodeTail;
+      m.families = src.families;
+      break;
+    case MetricPolicy::Kind::kRate:
+      m.kind = MeasureKind::kNodeRate;
+      m.node_slot = *mp.measure == vocab::ServiceMeasure::kGeneratedTokens
+                        ? fleet.tokens_slot()
+                        : fleet.NodeSlotFor(key, src.value);
+      break;
+    case MetricPolicy::Kind::kGauge:
+    case MetricPolicy::Kind::kCount:  // refused by the policy parser
+      m.kind = MeasureKind::kNodeGauge;
+      m.node_slot = fleet.NodeSlotFor(key, src.value);
+      break;
+  }
+}
+
+// A measure of a policy metric: a service measure, a service metric (node
+// level) or a DCGM field of a GPU.
 Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_metric,
                       Fleet& fleet) {
   Measure m;
@@ -19,7 +98,11 @@ Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_me
   m.margin = mp.margin;
   m.alpha_whole = alpha_metric / 2;
   m.alpha_unit = alpha_metric / 2;
-  const bool node_level = mp.name.rfind("vllm:", 0) == 0;
+  if (mp.measure) {
+    ReadServiceMeasure(mp, m, fleet);
+    return m;
+  }
+  const bool node_level = IsServiceMetric(mp.name);
   const auto read_sample = [&] {
     if (node_level) {
       m.node_slot = fleet.NodeSlotFor(mp.name);
@@ -29,7 +112,9 @@ Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_me
   };
   switch (mp.kind) {
     case MetricPolicy::Kind::kGauge:
-      m.kind = node_level ? MeasureKind::kNodeRate : MeasureKind::kGpuGauge;
+      // A node gauge (requests waiting, KV-cache usage) is the node's value:
+      // not an increase, and not divided among its GPUs.
+      m.kind = node_level ? MeasureKind::kNodeGauge : MeasureKind::kGpuGauge;
       read_sample();
       break;
     case MetricPolicy::Kind::kRate:
@@ -43,7 +128,7 @@ Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_me
       break;
     case MetricPolicy::Kind::kP99:
       m.kind = MeasureKind::kNodeTail;
-      m.family = mp.name;
+      m.families = {mp.name};
       break;
     case MetricPolicy::Kind::kCount:
       // GPU events per GPU-second; service events (errors) per generated token.
@@ -113,10 +198,12 @@ void Measures::Build(Fleet& fleet) {
   for (int s : {kClock, kSmActive, kOccupancy, kTensor, kDram, kPower, kTemp, kPcieRx}) {
     AddDiagnostic(kGpuSlotNames[static_cast<std::size_t>(s)], MeasureKind::kGpuGauge, s);
   }
-  AddDiagnostic(kTokensMetric, MeasureKind::kNodeRate, fleet.tokens_slot());
-  const std::string tpot(kTpotFamily);
-  AddDiagnostic(tpot, MeasureKind::kNodeMean, fleet.NodeSlotFor(tpot + "_sum"),
-                fleet.NodeSlotFor(tpot + "_count"));
+  AddDiagnostic(kTokensMeasure, MeasureKind::kNodeRate, fleet.tokens_slot());
+  const MeasureSources per_token = SourcesOf(vocab::ServiceMeasure::kPerTokenLatency);
+  const std::string key(kPerTokenMeasure);
+  AddDiagnostic(kPerTokenMeasure, MeasureKind::kNodeMean,
+                fleet.NodeSlotFor(key + ":sum", per_token.num),
+                fleet.NodeSlotFor(key + ":count", per_token.den));
 
   comparisons_.resize(measures_.size());
   comparison_index_.resize(measures_.size());
@@ -145,8 +232,9 @@ void Measures::SyncFamilies(const std::vector<MetricInfo>& metrics) {
   for (; metrics_synced_ < metrics.size(); ++metrics_synced_) {
     const std::string& name = metrics[metrics_synced_].name;
     for (Measure& m : measures_) {
-      if (m.kind == MeasureKind::kNodeTail && m.family == name) {
-        m.family_metric = static_cast<int>(metrics_synced_);
+      if (m.kind == MeasureKind::kNodeTail &&
+          std::find(m.families.begin(), m.families.end(), name) != m.families.end()) {
+        m.family_metrics.push_back(static_cast<int>(metrics_synced_));
       }
     }
   }
@@ -292,6 +380,11 @@ std::optional<Measures::NodeRatio> Measures::NodeRatioOf(const Measure& ms, int 
     if (!inc) return std::nullopt;
     const int gpus = fleet_.nodes()[static_cast<std::size_t>(node)].gpu_count;
     return NodeRatio{*inc, static_cast<double>(std::max(1, gpus))};
+  }
+  if (ms.kind == MeasureKind::kNodeGauge && ms.node_slot >= 0) {
+    const std::optional<double> v = fleet_.NodeValue(node, ms.node_slot);
+    if (!v) return std::nullopt;
+    return NodeRatio{*v, 1};
   }
   if (ms.kind == MeasureKind::kNodeMean) {
     const std::optional<double> s = fleet_.NodeIncrease(node, ms.node_slot);

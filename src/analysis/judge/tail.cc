@@ -5,6 +5,7 @@
 // queue spike makes many requests slow at once), which a per-request count
 // test is not.
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <span>
@@ -24,7 +25,10 @@ constexpr double kMinTailObservationsPerBlock = 20;
 // known) and not excluded: the baseline's pooled, the canary's per node.
 void Measures::GatherTail(const Measure& ms, const Tick& tick, TailTick& arms) const {
   for (const HistogramPoint& h : tick.histograms) {
-    if (h.gpu >= 0 || h.metric != ms.family_metric) continue;
+    if (h.gpu >= 0 || std::find(ms.family_metrics.begin(), ms.family_metrics.end(), h.metric) ==
+                          ms.family_metrics.end()) {
+      continue;
+    }
     const NodeState& n = fleet_.nodes()[static_cast<std::size_t>(h.node)];
     const std::span<const Bucket> buckets = tick.BucketsOf(h);
     if (buckets.empty() || n.excluded) continue;
@@ -42,7 +46,7 @@ void Measures::GatherTail(const Measure& ms, const Tick& tick, TailTick& arms) c
 
 void Measures::RunTail(std::size_t m, std::int64_t t, const Tick& tick) {
   const Measure& ms = measures_[m];
-  if (ms.family_metric < 0) return;
+  if (ms.family_metrics.empty()) return;
   TailTick arms;
   GatherTail(ms, tick, arms);
   const bool before_release = time_.BeforeRelease(t);

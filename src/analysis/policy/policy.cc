@@ -33,7 +33,8 @@ constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_
 constexpr std::string_view kDramKeys[] = {"max_drop"};
 constexpr std::string_view kPcieKeys[] = {"seconds", "critical"};
 constexpr std::string_view kEccKeys[] = {"critical"};
-constexpr std::string_view kMetricKeys[] = {"name", "kind", "better", "margin", "critical"};
+constexpr std::string_view kMetricKeys[] = {"name",   "measure", "kind",
+                                            "better", "margin",  "critical"};
 
 class PolicyParser {
  public:
@@ -189,10 +190,25 @@ class PolicyParser {
       if (!f) return f.error();
       MetricPolicy m;
       const YAML::Node* name = f->Find("name");
-      if (name == nullptr) return r_.Fail(node[i], Child(field, "name"), "missing").value();
-      Result<std::string> n = ReadString(r_, *name, Child(field, "name"));
-      if (!n) return n.error();
-      m.name = *n;
+      const YAML::Node* measure = f->Find("measure");
+      if (name != nullptr && measure != nullptr) {
+        return r_.Fail(*measure, Child(field, "measure"), "give a name or a measure, not both")
+            .value();
+      }
+      if (name == nullptr && measure == nullptr) {
+        return r_.Fail(node[i], Child(field, "name"), "missing (or give a measure)").value();
+      }
+      if (measure != nullptr) {
+        Result<vocab::ServiceMeasure> sm = ReadMeasure(*measure, Child(field, "measure"));
+        if (!sm) return sm.error();
+        m.measure = *sm;
+        m.name = std::string(vocab::Name(*sm));
+        name = measure;  // errors about the entry as a whole point here
+      } else {
+        Result<std::string> n = ReadString(r_, *name, Child(field, "name"));
+        if (!n) return n.error();
+        m.name = *n;
+      }
       if (const YAML::Node* k = f->Find("kind")) {
         Result<std::string> kind = ReadString(r_, *k, Child(field, "kind"));
         if (!kind) return kind.error();
@@ -209,6 +225,12 @@ class PolicyParser {
         } else {
           return r_.Fail(*k, Child(field, "kind"), "expected gauge, rate, mean, p99 or count")
               .value();
+        }
+      }
+      if (m.measure) {
+        if (Status st = CheckMeasureKind(*m.measure, m.kind, f->Find("kind"), node[i], field);
+            !st.ok()) {
+          return st;
         }
       }
       const YAML::Node* better = f->Find("better");
@@ -240,12 +262,53 @@ class PolicyParser {
       }
       for (const MetricPolicy& other : p_->metrics) {
         if (other.name == m.name && other.kind == m.kind) {
-          return r_.Fail(*name, Child(field, "name"), "metric listed twice").value();
+          return r_.Fail(*name, Child(field, m.measure ? "measure" : "name"), "metric listed twice")
+              .value();
         }
       }
       p_->metrics.push_back(std::move(m));
     }
     return Status::Ok();
+  }
+
+  Result<vocab::ServiceMeasure> ReadMeasure(const YAML::Node& node, const std::string& field) {
+    Result<std::string> text = ReadString(r_, node, field);
+    if (!text) return tl::unexpected(text.error());
+    if (std::optional<vocab::ServiceMeasure> sm = vocab::Parse<vocab::ServiceMeasure>(*text)) {
+      return *sm;
+    }
+    std::string known;
+    for (const vocab::Word<vocab::ServiceMeasure>& w : vocab::Words<vocab::ServiceMeasure>()) {
+      known += (known.empty() ? "" : ", ") + std::string(w.name);
+    }
+    return r_.Fail(node, field, "unknown measure '" + *text + "' (known: " + known + ")");
+  }
+
+  // A latency is a histogram (or a mean of counters): mean or p99; tokens
+  // are a counter: rate; queue depth and KV-cache usage are gauges.
+  Status CheckMeasureKind(vocab::ServiceMeasure sm, MetricPolicy::Kind kind, const YAML::Node* k,
+                          const YAML::Node& entry, const std::string& field) {
+    using K = MetricPolicy::Kind;
+    const char* expected = nullptr;
+    switch (sm) {
+      case vocab::ServiceMeasure::kPerTokenLatency:
+      case vocab::ServiceMeasure::kTimeToFirstToken:
+      case vocab::ServiceMeasure::kE2eLatency:
+        if (kind != K::kMean && kind != K::kP99) expected = "mean or p99";
+        break;
+      case vocab::ServiceMeasure::kGeneratedTokens:
+        if (kind != K::kRate) expected = "rate";
+        break;
+      case vocab::ServiceMeasure::kQueueDepth:
+      case vocab::ServiceMeasure::kKvCacheUsage:
+        if (kind != K::kGauge) expected = "gauge";
+        break;
+    }
+    if (expected == nullptr) return Status::Ok();
+    return r_
+        .Fail(k != nullptr ? *k : entry, Child(field, "kind"),
+              "measure " + std::string(vocab::Name(sm)) + " is compared as " + expected)
+        .value();
   }
 
   const Reporter& r_;

@@ -15,18 +15,25 @@
 //     critical_xids: [48, 62, 79, ...]
 //     ecc_dbe: {critical: true}
 //   metrics:
-//     - {name: "vllm:generation_tokens_total", kind: rate, better: higher, margin: 0.03,
-//        critical: true}
+//     - {measure: per_token_latency, kind: mean, better: lower, margin: 0.03, critical: true}
+//     - {name: DCGM_FI_DEV_SM_CLOCK, kind: gauge, better: higher, margin: 0.05}
+//
+// An entry names a metric (`name`) or a service measure (`measure`, one of
+// vocab::ServiceMeasure's wire names), not both. A measure's kind follows
+// from it: latencies mean or p99, generated_tokens rate, queue_depth and
+// kv_cache_usage gauge.
 //
 // Parsing is pure; every error is a kParseError "FILE:LINE:COL: field: what".
 // A rule left out of `rules:` is off; `metrics:` may be empty.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
+#include "vocab/service_measures.h"
 
 namespace gpucanary::analysis {
 
@@ -41,7 +48,11 @@ struct MetricPolicy {
   };
   enum class Better : std::uint8_t { kHigher, kLower };
 
+  // What is compared: a metric by its name, or a service measure
+  // (src/vocab/service_measures.h), which the judge reads from whichever
+  // inference server each node runs; `name` is then the measure's wire name.
   std::string name;
+  std::optional<vocab::ServiceMeasure> measure;
   Kind kind = Kind::kGauge;
   Better better = Better::kHigher;
   double margin = 0;  // relative change allowed in the harmful direction (0.03 = 3%)

@@ -41,13 +41,15 @@ TEST(PolicyTest, DefaultPolicyHasTheFieldRules) {
   EXPECT_DOUBLE_EQ(p.warmup_s, 20);
   // The speed of generation decides a pass: time per output token, 3%.
   const MetricPolicy& tpot = p.metrics[0];
-  EXPECT_EQ(tpot.name, "vllm:time_per_output_token_seconds");
+  EXPECT_EQ(tpot.name, "per_token_latency");
+  EXPECT_EQ(tpot.measure, vocab::ServiceMeasure::kPerTokenLatency);
   EXPECT_EQ(tpot.kind, MetricPolicy::Kind::kMean);
   EXPECT_EQ(tpot.better, MetricPolicy::Better::kLower);
   EXPECT_DOUBLE_EQ(tpot.margin, 0.03);
   EXPECT_TRUE(tpot.critical);
   const MetricPolicy& tokens = p.metrics[1];
-  EXPECT_EQ(tokens.name, "vllm:generation_tokens_total");
+  EXPECT_EQ(tokens.name, "generated_tokens");
+  EXPECT_EQ(tokens.measure, vocab::ServiceMeasure::kGeneratedTokens);
   EXPECT_EQ(tokens.kind, MetricPolicy::Kind::kRate);
   EXPECT_FALSE(tokens.critical);
   int counts = 0;
@@ -67,6 +69,26 @@ TEST(PolicyTest, KindsWarmupAndMinBlocksParse) {
   EXPECT_EQ(p->metrics[0].kind, MetricPolicy::Kind::kMean);
   EXPECT_EQ(p->metrics[1].kind, MetricPolicy::Kind::kCount);
   EXPECT_EQ(MetricKindName(p->metrics[1].kind), "count");
+}
+
+// An entry names a service measure instead of a metric; old metric-name
+// entries still parse beside it.
+TEST(PolicyTest, MeasuresAndMetricNamesParse) {
+  Result<Policy> p = ParsePolicy(
+      "metrics:\n"
+      "  - {measure: per_token_latency, kind: mean, better: lower, margin: 0.03, critical: true}\n"
+      "  - {measure: kv_cache_usage, kind: gauge, better: lower, margin: 0.5}\n"
+      "  - {name: \"vllm:time_per_output_token_seconds\", kind: mean, better: lower, "
+      "margin: 0.03}\n",
+      "p.yaml");
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  ASSERT_EQ(p->metrics.size(), 3U);
+  EXPECT_EQ(p->metrics[0].measure, vocab::ServiceMeasure::kPerTokenLatency);
+  EXPECT_EQ(p->metrics[0].name, "per_token_latency");
+  EXPECT_TRUE(p->metrics[0].critical);
+  EXPECT_EQ(p->metrics[1].measure, vocab::ServiceMeasure::kKvCacheUsage);
+  EXPECT_EQ(p->metrics[2].measure, std::nullopt);
+  EXPECT_EQ(p->metrics[2].name, "vllm:time_per_output_token_seconds");
 }
 
 TEST(PolicyTest, RulesLeftOutAreOff) {
@@ -106,6 +128,19 @@ TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
        "2}\n",
        "p.yaml:3:12:", "metric listed twice"},
       {"metrics: [\n", "p.yaml:", "syntax"},
+      {"metrics:\n  - {measure: tpot, kind: mean, better: lower, margin: 1}\n",
+       "p.yaml:2:15:", "metrics[0].measure: unknown measure 'tpot' (known: per_token_latency, "},
+      {"metrics:\n  - {name: a, measure: e2e_latency, kind: p99, better: lower, margin: 1}\n",
+       "p.yaml:2:24:", "give a name or a measure, not both"},
+      {"metrics:\n  - {measure: queue_depth, kind: rate, better: lower, margin: 1}\n",
+       "p.yaml:2:34:", "metrics[0].kind: measure queue_depth is compared as gauge"},
+      {"metrics:\n  - {measure: per_token_latency, better: lower, margin: 1}\n",
+       "p.yaml:2:5:", "measure per_token_latency is compared as mean or p99"},
+      {"metrics:\n  - {kind: mean, better: lower, margin: 1}\n",
+       "p.yaml:2:5:", "metrics[0].name: missing (or give a measure)"},
+      {"metrics:\n  - {measure: e2e_latency, kind: p99, better: lower, margin: 1}\n"
+       "  - {measure: e2e_latency, kind: p99, better: lower, margin: 2}\n",
+       "p.yaml:3:15:", "metrics[1].measure: metric listed twice"},
   };
   for (const Case& c : cases) {
     Result<Policy> p = ParsePolicy(c.text, "p.yaml");

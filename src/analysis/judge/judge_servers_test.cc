@@ -1,0 +1,196 @@
+// The default policy on each inference server of the service-measure table
+// (src/vocab/service_measures.h), on hand-built ticks whose series have the
+// names, types and units of that server's committed exposition
+// (src/vocab/testdata): a healthy canary passes, one whose per-token latency
+// is 40% worse fails, and both are judged by the same policy. Also: a node
+// gauge in a policy is compared as the node's value (not as a counter's
+// increase per GPU).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/judge/judge.h"
+#include "analysis/policy/policy.h"
+#include "vocab/service_measures.h"
+
+namespace gpucanary::analysis {
+namespace {
+
+constexpr std::int64_t kT0 = 1764680000;
+
+using vocab::Server;
+using vocab::ServiceMeasure;
+using vocab::ServiceMetric;
+using vocab::SourceType;
+
+// 2 canary and 2 baseline nodes of 2 GPUs each, running `server`: each tick
+// carries each GPU's SM clock and each node's generated-token counter and
+// per-token-latency samples as that server exposes them (a histogram's _sum
+// and _count, or Triton's request-duration counter in microseconds over its
+// output-token counter), plus the queue-depth gauge.
+class ServerFleet {
+ public:
+  explicit ServerFleet(Server server) {
+    const ServiceMetric* tokens =
+        vocab::FindServiceMetric(server, ServiceMeasure::kGeneratedTokens);
+    const ServiceMetric* latency =
+        vocab::FindServiceMetric(server, ServiceMeasure::kPerTokenLatency);
+    const ServiceMetric* queue = vocab::FindServiceMetric(server, ServiceMeasure::kQueueDepth);
+    metrics_.push_back({"DCGM_FI_DEV_SM_CLOCK", MetricKind::kGauge});
+    tokens_ = Metric(std::string(tokens->metric), MetricKind::kCounter);
+    latency_scale_ = latency->scale;
+    per_request_ = server == Server::kTgi;  // one observation per request: its mean
+    if (latency->type == SourceType::kHistogram) {
+      latency_num_ = Metric(std::string(latency->metric) + "_sum", MetricKind::kCounter);
+      latency_den_ = Metric(std::string(latency->metric) + "_count", MetricKind::kCounter);
+    } else {
+      latency_num_ = Metric(std::string(latency->metric), MetricKind::kCounter);
+      latency_den_ = Metric(std::string(latency->denominator), MetricKind::kCounter);
+    }
+    if (queue->selector.empty()) queue_ = Metric(std::string(queue->metric), MetricKind::kGauge);
+    for (int n = 0; n < 4; ++n) {
+      NodeInfo node;
+      node.host = n < 2 ? "canary-" + std::to_string(n) : "base-" + std::to_string(n);
+      node.role = n < 2 ? Role::kCanary : Role::kBaseline;
+      for (int g = 0; g < 2; ++g) {
+        GpuInfo gpu;
+        gpu.host = node.host;
+        gpu.gpu = std::to_string(g);
+        gpu.key = gpu.host + "/" + gpu.gpu;
+        gpu.role = node.role;
+        gpu.node = n;
+        gpu.model_name = "H100";
+        node.gpus.push_back(static_cast<int>(gpus_.size()));
+        gpus_.push_back(gpu);
+      }
+      nodes_.push_back(node);
+    }
+  }
+
+  Catalog catalog() const { return Catalog{&gpus_, &nodes_, &metrics_}; }
+  // Per-token latency factor of a node (1: as the baseline).
+  std::function<double(int)> latency_factor = [](int) { return 1.0; };
+  // Requests waiting on a node.
+  std::function<double(int)> queue_depth = [](int) { return 4.0; };
+
+  Tick Make(std::int64_t t) {
+    std::normal_distribution<double> noise(0, 1);
+    Tick tick;
+    tick.time_s = t;
+    for (std::size_t g = 0; g < gpus_.size(); ++g) {
+      tick.gpu_points.push_back(
+          {static_cast<std::int32_t>(g), 0, 1980 + 5 * noise(rng_), std::nullopt});
+      tick.gpus.push_back(static_cast<std::int32_t>(g));
+    }
+    for (std::size_t n = 0; n < nodes_.size(); ++n) {
+      const auto node = static_cast<std::int32_t>(n);
+      const double tokens = 2000 * (1 + 0.05 * noise(rng_));
+      const double seconds_per_token =
+          0.016 * latency_factor(static_cast<int>(n)) * (1 + 0.01 * noise(rng_));
+      std::map<int, Point> points;
+      points[tokens_] = {node, tokens_, 1e6, tokens};
+      // In the server's unit (seconds, or Triton's microseconds): per
+      // token, or per request as TGI records each request's mean.
+      const double events = per_request_ ? tokens / 100 : tokens;
+      points[latency_num_] = {node, latency_num_, 1e3, events * seconds_per_token / latency_scale_};
+      if (latency_den_ != tokens_) points[latency_den_] = {node, latency_den_, 1e6, events};
+      if (queue_ >= 0) points[queue_] = {node, queue_, queue_depth(static_cast<int>(n)), {}};
+      for (const auto& [metric, p] : points) tick.node_points.push_back(p);
+      tick.nodes.push_back(node);
+    }
+    return tick;
+  }
+
+ private:
+  int Metric(const std::string& name, MetricKind kind) {
+    for (std::size_t i = 0; i < metrics_.size(); ++i) {
+      if (metrics_[i].name == name) return static_cast<int>(i);
+    }
+    metrics_.push_back({name, kind});
+    return static_cast<int>(metrics_.size() - 1);
+  }
+
+  std::vector<GpuInfo> gpus_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<MetricInfo> metrics_;
+  int tokens_ = -1, latency_num_ = -1, latency_den_ = -1, queue_ = -1;
+  double latency_scale_ = 1;
+  bool per_request_ = false;
+  std::mt19937_64 rng_{7};
+};
+
+Report JudgeServerFleet(ServerFleet& fleet, const Policy& policy = DefaultPolicy()) {
+  Judge judge({.policy = policy, .release_start_s = std::nullopt});
+  for (std::int64_t s = 0; s < 400; ++s) judge.Add(fleet.Make(kT0 + s), fleet.catalog());
+  return judge.Finish();
+}
+
+const MetricResult* FindMetric(const Report& r, std::string_view name) {
+  for (const MetricResult& m : r.metrics) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+class JudgeServersTest : public ::testing::TestWithParam<Server> {};
+
+TEST_P(JudgeServersTest, HealthyCanaryPassesUnderTheDefaultPolicy) {
+  ServerFleet fleet(GetParam());
+  const Report r = JudgeServerFleet(fleet);
+  EXPECT_EQ(r.verdict, Verdict::kPass);
+  const MetricResult* latency = FindMetric(r, "per_token_latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(latency->result, "pass");
+  EXPECT_NEAR(latency->baseline, 0.016, 0.001);  // seconds, whatever the server's unit
+  const MetricResult* tokens = FindMetric(r, "generated_tokens");
+  ASSERT_NE(tokens, nullptr);
+  EXPECT_NEAR(tokens->baseline, 1000, 50);  // tokens/s per GPU
+}
+
+TEST_P(JudgeServersTest, PerTokenLatency40PercentWorseFails) {
+  ServerFleet fleet(GetParam());
+  fleet.latency_factor = [](int node) { return node < 2 ? 1.4 : 1.0; };
+  const Report r = JudgeServerFleet(fleet);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  const MetricResult* latency = FindMetric(r, "per_token_latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(latency->result, "high");
+  EXPECT_NEAR(latency->change, 0.40, 0.02);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryServer, JudgeServersTest,
+                         ::testing::Values(Server::kVllm, Server::kVllmLegacy, Server::kSglang,
+                                           Server::kTgi, Server::kTritonTrtllm),
+                         [](const ::testing::TestParamInfo<Server>& info) {
+                           return std::string(vocab::Name(info.param));
+                         });
+
+// A node gauge named in a policy is the node's value: twice the requests
+// waiting on the canary reads +100%, and fails a 50% margin. (It used to be
+// read as a counter's increase per GPU: no data at all.)
+TEST(JudgeNodeGaugeTest, NodeGaugeIsComparedAsTheNodesValue) {
+  for (const char* entry :
+       {"{name: \"vllm:num_requests_waiting\", kind: gauge, better: lower, margin: 0.5}",
+        "{measure: queue_depth, kind: gauge, better: lower, margin: 0.5}"}) {
+    SCOPED_TRACE(entry);
+    Result<Policy> policy = ParsePolicy(std::string("metrics:\n  - ") + entry + "\n", "p.yaml");
+    ASSERT_TRUE(policy.has_value()) << policy.error().message();
+    ServerFleet fleet(Server::kVllm);
+    fleet.queue_depth = [](int node) { return node < 2 ? 8.0 : 4.0; };
+    const Report r = JudgeServerFleet(fleet, *policy);
+    ASSERT_EQ(r.metrics.size(), 1U);
+    EXPECT_DOUBLE_EQ(r.metrics[0].baseline, 4.0);
+    EXPECT_DOUBLE_EQ(r.metrics[0].canary, 8.0);
+    EXPECT_EQ(r.metrics[0].result, "high");
+    EXPECT_EQ(r.verdict, Verdict::kFail);
+  }
+}
+
+}  // namespace
+}  // namespace gpucanary::analysis

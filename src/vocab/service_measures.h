@@ -1,0 +1,128 @@
+#pragma once
+// The service measures (docs/vocabulary.md, "Service measures"): what an LLM
+// inference server says about its speed and load, in one vocabulary whatever
+// server says it. A policy names a measure (`{measure: per_token_latency,
+// ...}`); the judge files each server's samples under it, so one policy
+// judges a canary on any of the servers below.
+//
+//   const vocab::ServiceMetric* m =
+//       vocab::FindServiceMetric(vocab::Server::kSglang, vocab::ServiceMeasure::kPerTokenLatency);
+//   // m->metric == "sglang:time_per_output_token_seconds", a histogram in seconds
+//   vocab::DetectServer({"vllm:inter_token_latency_seconds", ...})  // Server::kVllm
+//
+// One row per (server, measure) the server exposes; a server that does not
+// expose a measure has no row (TGI has no time to first token nor KV-cache
+// usage). Every row is checked against an exposition from the server's own
+// docs or source (src/vocab/testdata/README.md). Values convert to the
+// measure's unit by `scale`: latencies in seconds, tokens in tokens (a rate:
+// tokens/s), queue depth in requests, KV-cache usage as a fraction (0..1).
+//
+// Thread-safe: constant data and pure functions.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vocab/vocab.h"
+
+namespace gpucanary::vocab {
+
+enum class ServiceMeasure : std::uint8_t {
+  kPerTokenLatency,
+  kTimeToFirstToken,
+  kE2eLatency,
+  kGeneratedTokens,
+  kQueueDepth,
+  kKvCacheUsage,
+};
+
+enum class Server : std::uint8_t { kVllm, kVllmLegacy, kSglang, kTgi, kTritonTrtllm };
+
+inline constexpr std::array<Word<ServiceMeasure>, 6> kServiceMeasures = {{
+    {ServiceMeasure::kPerTokenLatency, "per_token_latency",
+     "seconds between generated tokens of a request (inter-token latency, TPOT)"},
+    {ServiceMeasure::kTimeToFirstToken, "time_to_first_token",
+     "seconds from a request's arrival to its first generated token"},
+    {ServiceMeasure::kE2eLatency, "e2e_latency", "seconds from a request's arrival to its end"},
+    {ServiceMeasure::kGeneratedTokens, "generated_tokens",
+     "output tokens generated (a counter: compared as tokens/s)"},
+    {ServiceMeasure::kQueueDepth, "queue_depth", "requests waiting to be scheduled"},
+    {ServiceMeasure::kKvCacheUsage, "kv_cache_usage", "fraction of the KV cache in use (0 to 1)"},
+}};
+
+inline constexpr std::array<Word<Server>, 5> kServers = {{
+    {Server::kVllm, "vllm", "vLLM 0.11 and later (inter-token latency, kv_cache_usage_perc)"},
+    {Server::kVllmLegacy, "vllm_legacy",
+     "vLLM 0.4 to 0.10 (time_per_output_token_seconds, gpu_cache_usage_perc)"},
+    {Server::kSglang, "sglang", "SGLang (--enable-metrics)"},
+    {Server::kTgi, "tgi", "Hugging Face text-generation-inference"},
+    {Server::kTritonTrtllm, "triton_trtllm",
+     "NVIDIA Triton Inference Server with the TensorRT-LLM backend"},
+}};
+
+template <>
+constexpr std::span<const Word<ServiceMeasure>> Words<ServiceMeasure>() {
+  return kServiceMeasures;
+}
+template <>
+constexpr std::span<const Word<Server>> Words<Server>() {
+  return kServers;
+}
+static_assert(internal::InEnumOrder<ServiceMeasure>());
+static_assert(internal::InEnumOrder<Server>());
+
+// How a server exposes a measure.
+enum class SourceType : std::uint8_t {
+  kHistogram,     // `metric` is a histogram family: _bucket, _sum, _count
+  kCounter,       // `metric` is a counter sample (its increase per second is the rate)
+  kGauge,         // `metric` is a gauge sample
+  kCounterRatio,  // increase of counter `metric` / increase of counter `denominator`
+                  // (a mean from two cumulative counters)
+};
+
+// A label the samples must carry (`name` empty: none). Servers that put
+// several quantities in one family (TensorRT-LLM's request_type,
+// kv_cache_block_type) need one.
+struct LabelSelector {
+  std::string_view name;
+  std::string_view value;
+  bool empty() const { return name.empty(); }
+};
+
+struct ServiceMetric {
+  Server server;
+  ServiceMeasure measure;
+  std::string_view metric;  // family (kHistogram) or sample name
+  SourceType type;
+  double scale;  // a value (an observation, a sum) times scale is in the measure's unit
+  LabelSelector selector;
+  std::string_view denominator;  // kCounterRatio only
+  std::string_view note;         // how the server's quantity differs from the measure, if it does
+};
+
+// Every row, server by server in enum order.
+std::span<const ServiceMetric> ServiceMetrics();
+// The row of (server, measure); nullptr when the server does not expose it.
+const ServiceMetric* FindServiceMetric(Server server, ServiceMeasure measure);
+// The unit values of `measure` are in after scaling: "s", "tokens", "requests", "fraction".
+std::string_view MeasureUnit(ServiceMeasure measure);
+
+// The series names a row's samples have: a histogram's _bucket, _sum and
+// _count, a ratio's two counters, else the metric itself.
+std::vector<std::string> SampleNames(const ServiceMetric& row);
+
+// The server whose metrics these are, from the family (or sample) names of
+// one scrape or recording; nullopt when none of the five is recognized. A
+// vLLM that exposes the current names is kVllm even while it still exposes
+// the deprecated ones (0.11 serves both).
+std::optional<Server> DetectServer(std::span<const std::string_view> names);
+std::optional<Server> DetectServer(const std::vector<std::string>& names);
+
+std::ostream& operator<<(std::ostream& out, ServiceMeasure value);
+std::ostream& operator<<(std::ostream& out, Server value);
+
+}  // namespace gpucanary::vocab
