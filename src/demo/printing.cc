@@ -95,8 +95,10 @@ void Demo::PrintProgress(const Json& canary) {
   std::string line = StringOr(canary, "release") + " " + StringOr(canary, "state") + ", " + judged +
                      " s judged, verdict " + StringOr(report, "verdict") + ": ";
   std::string parts;
-  for (const std::string& p : {pair("vllm:time_per_output_token_seconds", "TPOT", 1000, 1, " ms"),
-                               pair("vllm:generation_tokens_total", "tokens/s", 1, 0, ""),
+  // The policy's measures (policies/default.yaml), whichever server the
+  // simulator serves.
+  for (const std::string& p : {pair("per_token_latency", "TPOT", 1000, 1, " ms"),
+                               pair("generated_tokens", "tokens/s", 1, 0, ""),
                                pair("DCGM_FI_DEV_SM_CLOCK", "SM clock", 1, 0, " MHz")}) {
     if (p.empty()) continue;
     parts += (parts.empty() ? "" : ", ") + p;

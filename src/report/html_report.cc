@@ -15,6 +15,7 @@
 #include "analysis/replay/replay.h"
 #include "core/time_format.h"
 #include "dashboard/dashboard.h"
+#include "vocab/service_measures.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::report {
@@ -34,7 +35,14 @@ constexpr ChartSpec kGpuCharts[] = {
     {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature", "°C"},
     {"DCGM_FI_PROF_DRAM_ACTIVE", "DRAM active", "ratio"},
 };
-constexpr std::string_view kTokens = "vllm:generation_tokens_total";
+// Tokens generated, whichever inference server a node runs (the
+// generated_tokens counters of the service-measure table).
+bool IsTokenCounter(std::string_view name) {
+  for (const vocab::ServiceMetric& row : vocab::ServiceMetrics()) {
+    if (row.measure == vocab::ServiceMeasure::kGeneratedTokens && row.metric == name) return true;
+  }
+  return false;
+}
 constexpr std::string_view kThrottle = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS";
 
 std::string Escape(std::string_view text) {
@@ -131,7 +139,9 @@ Status Collect(const fs::path& recording, Collected& out) {
       }
     }
     for (const analysis::Point& p : tick.node_points) {
-      if (metrics[static_cast<std::size_t>(p.metric)].name != kTokens || !p.increase) continue;
+      if (!IsTokenCounter(metrics[static_cast<std::size_t>(p.metric)].name) || !p.increase) {
+        continue;
+      }
       out.tokens[nodes[static_cast<std::size_t>(p.entity)].host][tick.time_s] = *p.increase;
       out.times.insert(tick.time_s);
     }
