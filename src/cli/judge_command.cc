@@ -108,23 +108,32 @@ Status CheckCoverage(const analysis::Replay& replay, const JudgeArgs& args,
 
 Result<Report> JudgeRecordings(const JudgeArgs& args, const analysis::Policy& policy,
                                std::optional<std::int64_t> release_start) {
-  auto replay = analysis::Replay::Open({{args.baseline, analysis::Role::kBaseline, std::nullopt},
-                                        {args.canary, analysis::Role::kCanary, std::nullopt}});
-  if (!replay) return Error(replay.error());
-  analysis::Judge judge({.policy = policy, .release_start_s = release_start});
-  analysis::Tick tick;
+  // Any layout (docs/recorded-telemetry.md): the judge starts afresh if a
+  // recording has to be re-read through the sort.
+  std::optional<Report> judged;
   std::optional<std::int64_t> first_tick;
-  std::int64_t last_tick = 0;
-  for (;;) {
-    Result<bool> more = (*replay)->Next(tick);
-    if (!more) return Error(more.error());
-    if (!*more) break;
-    if (!first_tick) first_tick = tick.time_s;
-    last_tick = tick.time_s;
-    judge.Add(tick, analysis::Catalog::Of(**replay));
-  }
-  GC_RETURN_IF_ERROR(CheckCoverage(**replay, args, release_start, last_tick));
-  Report report = judge.Finish();
+  Status st = analysis::ReplayRecordings(
+      {{args.baseline, analysis::Role::kBaseline, std::nullopt},
+       {args.canary, analysis::Role::kCanary, std::nullopt}},
+      {}, [&](analysis::Replay& replay) -> Status {
+        analysis::Judge judge({.policy = policy, .release_start_s = release_start});
+        analysis::Tick tick;
+        first_tick.reset();
+        std::int64_t last_tick = 0;
+        for (;;) {
+          Result<bool> more = replay.Next(tick);
+          if (!more) return more.error();
+          if (!*more) break;
+          if (!first_tick) first_tick = tick.time_s;
+          last_tick = tick.time_s;
+          judge.Add(tick, analysis::Catalog::Of(replay));
+        }
+        GC_RETURN_IF_ERROR(CheckCoverage(replay, args, release_start, last_tick));
+        judged = judge.Finish();
+        return Status::Ok();
+      });
+  if (!st.ok()) return Error(std::move(st));
+  Report report = std::move(*judged);
   // A release before the recording is normal (the recording started late):
   // judge every sample, and say what is lost.
   if (release_start && first_tick && *release_start <= *first_tick) {
