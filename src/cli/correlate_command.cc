@@ -178,27 +178,31 @@ Status Run(const CorrelateArgs& args, CommandContext& ctx) {
   }
   Result<std::vector<releases::Release>> releases = releases::LoadReleasesJsonl(args.releases);
   if (!releases) return releases.error();
-  Result<std::unique_ptr<analysis::Replay>> replay = Error(StatusCode::kInternal, "no input");
+  Result<analysis::correlate::CorrelateReport> report = Error(StatusCode::kInternal, "no input");
   if (!args.prometheus.empty()) {
     // Raw samples of the series the correlation reads, as Prometheus stored
     // them; a Prometheus that cannot be reached is exit 1, not bad input.
-    replay = analysis::correlate::FetchPrometheusReplay(args.prometheus, {}, *options.from_s,
-                                                        *options.to_s);
+    Result<std::unique_ptr<analysis::Replay>> replay = analysis::correlate::FetchPrometheusReplay(
+        args.prometheus, {}, *options.from_s, *options.to_s);
     if (!replay) {
       ctx.err << "gpucanary correlate: " << replay.error().message() << "\n";
       ctx.exit_code = kExitFail;
       return Status::Ok();
     }
+    report = analysis::correlate::Correlate(**replay, *releases, options);
   } else {
+    // Recordings in any layout (docs/recorded-telemetry.md).
     std::vector<analysis::ReplayInput> inputs;
     for (const std::string& path : args.telemetry) {
       inputs.push_back({path, analysis::Role::kBaseline, std::nullopt});
     }
-    replay = analysis::Replay::Open(std::move(inputs));
+    Status st =
+        analysis::ReplayRecordings(std::move(inputs), {}, [&](analysis::Replay& replay) -> Status {
+          report = analysis::correlate::Correlate(replay, *releases, options);
+          return report ? Status::Ok() : report.error();
+        });
+    if (!st.ok()) return st;
   }
-  if (!replay) return replay.error();
-  Result<analysis::correlate::CorrelateReport> report =
-      analysis::correlate::Correlate(**replay, *releases, options);
   if (!report) return report.error();
   if (report->gpus == 0) {
     return Status(StatusCode::kInvalidArgument,

@@ -158,6 +158,22 @@ Result<Report> JudgeReplay(analysis::Replay& replay, const JudgeArgs& args,
   return report;
 }
 
+// Both recordings, in any layout (docs/recorded-telemetry.md): the judge
+// starts afresh if a recording has to be re-read through the sort.
+Result<Report> JudgeRecordings(const JudgeArgs& args, const analysis::Policy& policy,
+                               std::optional<std::int64_t> release_start) {
+  std::optional<Result<Report>> judged;
+  Status st = analysis::ReplayRecordings({{args.baseline, analysis::Role::kBaseline, std::nullopt},
+                                          {args.canary, analysis::Role::kCanary, std::nullopt}},
+                                         {}, [&](analysis::Replay& replay) -> Status {
+                                           judged =
+                                               JudgeReplay(replay, args, policy, release_start);
+                                           return *judged ? Status::Ok() : judged->error();
+                                         });
+  if (!st.ok()) return Error(std::move(st));
+  return std::move(*judged);
+}
+
 int ExitCode(analysis::Verdict verdict) {
   switch (verdict) {
     case analysis::Verdict::kPass:
@@ -238,10 +254,9 @@ Status Run(const JudgeArgs& args, CommandContext& ctx) {
   Result<analysis::Policy> loaded = analysis::DefaultPolicy();
   if (!args.policy.empty()) loaded = analysis::LoadPolicy(args.policy);
   if (!loaded) return loaded.error();
-  Result<std::unique_ptr<analysis::Replay>> replay = Error(StatusCode::kInternal, "no input");
+  Result<Report> report = Error(StatusCode::kInternal, "no input");
   if (args.prometheus.empty()) {
-    replay = analysis::Replay::Open({{args.baseline, analysis::Role::kBaseline, std::nullopt},
-                                     {args.canary, analysis::Role::kCanary, std::nullopt}});
+    report = JudgeRecordings(args, *loaded, release_start);
   } else {
     Result<std::int64_t> from = ParseTimeFlag("--from", args.from);
     if (!from) return from.error();
@@ -251,7 +266,7 @@ Status Run(const JudgeArgs& args, CommandContext& ctx) {
       return Status(StatusCode::kInvalidArgument, "--from/--to: a range of 1 s to 24 h; got " +
                                                       std::to_string(*to - *from) + " s");
     }
-    replay = FetchArms(args, *loaded, *from, *to);
+    Result<std::unique_ptr<analysis::Replay>> replay = FetchArms(args, *loaded, *from, *to);
     // A server that cannot be reached or refuses the query leaves no evidence
     // either way: inconclusive (exit 2), not bad input.
     if (!replay && replay.error().code() != StatusCode::kInvalidArgument) {
@@ -259,9 +274,9 @@ Status Run(const JudgeArgs& args, CommandContext& ctx) {
       ctx.exit_code = kExitInconclusive;
       return Status::Ok();
     }
+    if (!replay) return replay.error();
+    report = JudgeReplay(**replay, args, *loaded, release_start);
   }
-  if (!replay) return replay.error();
-  Result<Report> report = JudgeReplay(**replay, args, *loaded, release_start);
   if (!report) return report.error();
   ctx.out << analysis::ReportToJson(*report) << "\n";
   ctx.exit_code = ExitCode(report->verdict);

@@ -112,17 +112,16 @@ struct Collected {
   std::map<std::string, std::set<std::int64_t>> throttled;                           // host -> t
 };
 
-Status Collect(const fs::path& recording, Collected& out) {
-  auto replay = analysis::Replay::Open({{recording.string(), analysis::Role::kCanary, {}}});
-  if (!replay) return replay.error();
+Status CollectTicks(analysis::Replay& replay, Collected& out) {
+  out = Collected{};  // afresh: a recording re-read through the sort replays from the start
   analysis::Tick tick;
   for (;;) {
-    Result<bool> more = (*replay)->Next(tick);
+    Result<bool> more = replay.Next(tick);
     if (!more) return more.error();
     if (!*more) break;
-    const auto& metrics = (*replay)->metrics();
-    const auto& gpus = (*replay)->gpus();
-    const auto& nodes = (*replay)->nodes();
+    const auto& metrics = replay.metrics();
+    const auto& gpus = replay.gpus();
+    const auto& nodes = replay.nodes();
     for (const analysis::Point& p : tick.gpu_points) {
       const std::string& name = metrics[static_cast<std::size_t>(p.metric)].name;
       const analysis::GpuInfo& gpu = gpus[static_cast<std::size_t>(p.entity)];
@@ -147,6 +146,13 @@ Status Collect(const fs::path& recording, Collected& out) {
     }
   }
   return Status::Ok();
+}
+
+// The recording may have any layout (docs/recorded-telemetry.md).
+Status Collect(const fs::path& recording, Collected& out) {
+  return analysis::ReplayRecordings(
+      {{recording.string(), analysis::Role::kCanary, {}}}, {},
+      [&out](analysis::Replay& replay) { return CollectTicks(replay, out); });
 }
 
 std::string HostOf(const std::string& gpu_key) { return gpu_key.substr(0, gpu_key.rfind('/')); }

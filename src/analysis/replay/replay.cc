@@ -119,6 +119,7 @@ class Replay::Impl final : public SeriesSink {
   StringMap<int> node_ids_;
   StringMap<int> metric_ids_;
   ReplayStats stats_;
+  int out_of_order_input_ = -1;
 
  private:
   std::string Owner(int input) const {
@@ -320,15 +321,18 @@ Result<bool> Replay::Impl::Next(Tick& tick) {
     // A source may still hold samples of tick t until it has read past
     // t + window (or ended); read the one that lags, one chunk at a time.
     TickSource* lagging = nullptr;
+    int lagging_input = 0;
     for (auto& source : sources_) {
       if (!source->eof() &&
           (t == kNoTick || source->max_tick() == kNoTick || source->max_tick() < t + 1 + window)) {
         lagging = source.get();
         break;
       }
+      ++lagging_input;
     }
     if (lagging != nullptr) {
       if (Status st = lagging->ReadChunk(); !st.ok()) {
+        if (lagging->out_of_order()) out_of_order_input_ = lagging_input;
         error_ = st;
         return Error(std::move(st));
       }
@@ -490,6 +494,7 @@ const std::vector<GpuInfo>& Replay::gpus() const { return impl_->gpus_; }
 const std::vector<NodeInfo>& Replay::nodes() const { return impl_->nodes_; }
 const std::vector<MetricInfo>& Replay::metrics() const { return impl_->metrics_; }
 const ReplayStats& Replay::stats() const { return impl_->stats_; }
+int Replay::out_of_order_input() const { return impl_->out_of_order_input_; }
 
 int Replay::MetricId(std::string_view name) const {
   auto it = impl_->metric_ids_.find(dcgm::CanonicalFieldName(name));
@@ -502,6 +507,24 @@ int Replay::GpuId(std::string_view key) const {
 int Replay::NodeId(std::string_view host) const {
   auto it = impl_->node_ids_.find(host);
   return it == impl_->node_ids_.end() ? -1 : it->second;
+}
+
+Status ReplayRecordings(std::vector<ReplayInput> inputs, const ReplayOptions& options,
+                        const std::function<Status(Replay&)>& consume) {
+  ReplayOptions opts = options;
+  for (;;) {
+    Result<std::unique_ptr<Replay>> replay = Replay::Open(inputs, opts);
+    if (!replay) return replay.error();
+    Status st = consume(**replay);
+    const int unordered = (*replay)->out_of_order_input();
+    if (st.ok() || unordered < 0 ||
+        std::find(opts.sort_inputs.begin(), opts.sort_inputs.end(), unordered) !=
+            opts.sort_inputs.end()) {
+      return st;
+    }
+    // Not time-blocked: read that input again through the sort, from the start.
+    opts.sort_inputs.push_back(unordered);
+  }
 }
 
 }  // namespace gpucanary::analysis

@@ -97,7 +97,13 @@ ReplaySource::ReplaySource(const ReplayInput& input, int index, expfmt::Format f
               [this](const expfmt::SampleView& s, std::string_view family, model::MetricType type) {
                 OnSample(s, family, type);
               }),
-      buffer_(std::max<std::size_t>(options.chunk_bytes, 4096)) {}
+      buffer_(std::max<std::size_t>(options.chunk_bytes, 4096)) {
+  if (std::find(options.sort_inputs.begin(), options.sort_inputs.end(), index) !=
+      options.sort_inputs.end()) {
+    sorter_ = std::make_unique<SecondSorter>(
+        SortOptions{.run_bytes = options.sort_run_bytes, .dir = options.sort_dir});
+  }
+}
 
 ReplaySource::~ReplaySource() { gzclose(file_); }
 
@@ -181,12 +187,21 @@ void ReplaySource::OnSample(const expfmt::SampleView& sample, std::string_view f
     return;
   }
   const std::int64_t tick = TickOfMs(sample.timestamp_ms);
+  if (sorter_ != nullptr) {
+    // Any order: the increase is computed when the second is filed, in the
+    // sorted order (each series' samples keep their file order, its time order).
+    if (Status st = sorter_->Add(series, tick, value); !st.ok()) {
+      error_ = Status(st.code(), Where(sample.name.data()) + ": " + st.message());
+    }
+    return;
+  }
   if (max_tick_ != kNoTick && tick < max_tick_ - window_) {
     error_ = Status(StatusCode::kParseError,
                     Where(sample.name.data()) + ": sample of second " + std::to_string(tick) +
                         " comes after one of second " + std::to_string(max_tick_) +
                         ", more than the reorder window (" + std::to_string(window_) +
                         " s); a recording must be time-blocked (DESIGN.md §4)");
+    out_of_order_ = true;
     return;
   }
   max_tick_ = std::max(max_tick_, tick);
@@ -213,6 +228,36 @@ void TickSource::File(std::int64_t tick, const PendingSample& sample) {
 Status ReplaySource::ReadChunk() {
   if (eof_) return Status::Ok();
   if (!error_.ok()) return error_;
+  if (sorter_ == nullptr) {
+    Status st = ParseChunk();
+    eof_ = parsed_;
+    return st;
+  }
+  while (!parsed_) {
+    if (Status st = ParseChunk(); !st.ok()) return st;
+  }
+  return FileSortedSecond();
+}
+
+Status ReplaySource::FileSortedSecond() {
+  std::int64_t tick = kNoTick;
+  Result<bool> more = sorter_->Next(tick, second_);
+  if (!more) {
+    error_ = Status(more.error().code(), path_ + ": " + more.error().message());
+    return error_;
+  }
+  if (!*more) {
+    eof_ = true;
+    return Status::Ok();
+  }
+  for (const SortRecord& r : second_) {
+    File(tick, PendingSample{r.series, r.value, sink_.Observe(r.series, r.value)});
+  }
+  max_tick_ = tick;
+  return Status::Ok();
+}
+
+Status ReplaySource::ParseChunk() {
   if (have_ == buffer_.size()) {
     if (buffer_.size() >= kMaxLineBytes) {
       error_ = Status(StatusCode::kParseError, path_ + ":" + std::to_string(LineAt(bytes_)) +
@@ -259,7 +304,7 @@ Status ReplaySource::ReadChunk() {
 }
 
 Status ReplaySource::Finish() {
-  eof_ = true;
+  parsed_ = true;
   if (bytes_ == 0) {
     error_ = Status(StatusCode::kParseError, path_ + ": empty file: no samples to replay");
     return error_;
@@ -273,6 +318,12 @@ Status ReplaySource::Finish() {
   if (report.stats.samples == 0) {
     error_ = Status(StatusCode::kParseError, path_ + ": no samples to replay");
     return error_;
+  }
+  if (sorter_ != nullptr) {
+    if (Status st = sorter_->Finish(); !st.ok()) {
+      error_ = Status(st.code(), path_ + ": " + st.message());
+      return error_;
+    }
   }
   return Status::Ok();
 }

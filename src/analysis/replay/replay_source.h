@@ -12,11 +12,13 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "analysis/replay/replay.h"
+#include "analysis/replay/replay_sort.h"
 #include "core/flat_hash_map.h"
 #include "core/status.h"
 #include "expfmt/reader.h"
@@ -71,6 +73,9 @@ class TickSource {
 
   bool eof() const { return eof_; }
   bool stalled() const { return stalled_; }
+  // ReadChunk failed because a sample came back further than the reorder
+  // window: the input is not time-blocked (ReplayRecordings sorts it).
+  bool out_of_order() const { return out_of_order_; }
   // Every tick below max_tick() - window is complete in pending() (the
   // replay's reorder window); kNoTick before the first sample.
   std::int64_t max_tick() const { return max_tick_; }
@@ -87,6 +92,7 @@ class TickSource {
   std::int64_t max_tick_ = kNoTick;
   bool eof_ = false;
   bool stalled_ = false;
+  bool out_of_order_ = false;
 };
 
 class ReplaySource final : public TickSource {
@@ -100,7 +106,9 @@ class ReplaySource final : public TickSource {
 
   // Reads and parses one chunk (whole lines), filing its samples in pending().
   // At the end of the file, checks end-of-input rules and sets eof(). Errors:
-  // see replay.h; "FILE:LINE:COL: ..." where a line is at fault.
+  // see replay.h; "FILE:LINE:COL: ..." where a line is at fault. A sorted
+  // input (ReplayOptions::sort_inputs) parses the whole file into its sorter
+  // on the first call, then files one second per call.
   Status ReadChunk() override;
 
  private:
@@ -110,6 +118,8 @@ class ReplaySource final : public TickSource {
   // "FILE:LINE:COL" of a position inside the chunk being parsed.
   std::string Where(const char* position) const;
   std::uint64_t LineAt(std::uint64_t offset) const;  // 1-based line starting at byte `offset`
+  Status ParseChunk();  // one chunk into pending() (streamed) or the sorter
+  Status FileSortedSecond();
   Status Finish();
 
   std::string path_;
@@ -125,6 +135,9 @@ class ReplaySource final : public TickSource {
   std::uint64_t bytes_ = 0;                // uncompressed bytes parsed so far
   FlatHashMap<std::uint32_t> series_ids_;  // XXH3(name + label block) -> series
   std::string key_scratch_;
+  std::unique_ptr<SecondSorter> sorter_;  // sorted inputs only
+  std::vector<SortRecord> second_;        // the sorted second being filed
+  bool parsed_ = false;                   // the whole file went through the reader
   Status error_;
 };
 

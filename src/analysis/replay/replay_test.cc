@@ -5,14 +5,18 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "analysis/replay/layout.h"
+#include "analysis/replay/replay_sort.h"
 #include "expfmt/reader.h"
 #include "recording/recording_writer.h"
 #include "sim/engine.h"
@@ -67,6 +71,97 @@ class ReplayTest : public ::testing::Test {
     auto replay = Replay::Open(std::move(inputs));
     EXPECT_TRUE(replay.has_value()) << (replay ? "" : replay.error().message());
     return replay ? std::move(*replay) : nullptr;
+  }
+
+  // Every tick as text, by names (GPU, node and metric indices follow the
+  // order series first appear, which differs between layouts).
+  static std::string Dump(const Replay& replay, const Tick& tick) {
+    std::vector<std::string> lines;
+    auto number = [](std::ostringstream& o, double v, const std::optional<double>& inc) {
+      o.precision(17);
+      o << v << " " << (inc ? std::to_string(*inc) : std::string("-"));
+    };
+    for (const bool node : {false, true}) {
+      for (const Point& p : node ? tick.node_points : tick.gpu_points) {
+        const auto e = static_cast<std::size_t>(p.entity);
+        std::ostringstream o;
+        o << (node ? "node " + replay.nodes()[e].host : "gpu " + replay.gpus()[e].key) << " "
+          << replay.metrics()[static_cast<std::size_t>(p.metric)].name << " ";
+        number(o, p.value, p.increase);
+        lines.push_back(o.str());
+      }
+    }
+    for (const HistogramPoint& h : tick.histograms) {
+      std::ostringstream o;
+      o << "hist " << replay.nodes()[static_cast<std::size_t>(h.node)].host << " "
+        << (h.gpu < 0 ? "-" : replay.gpus()[static_cast<std::size_t>(h.gpu)].key) << " "
+        << replay.metrics()[static_cast<std::size_t>(h.metric)].name;
+      for (const Bucket& b : tick.BucketsOf(h)) {
+        o << " " << b.le << ":";
+        number(o, b.value, b.increase);
+      }
+      lines.push_back(o.str());
+    }
+    std::sort(lines.begin(), lines.end());
+    std::string out = "t=" + std::to_string(tick.time_s) + "\n";
+    for (const std::string& l : lines) out += l + "\n";
+    return out;
+  }
+
+  // Replays `inputs` through ReplayRecordings; returns the dump of every tick
+  // (or the error message) and how often consume ran.
+  struct Dumped {
+    std::string ticks;
+    std::string error;
+    int calls = 0;
+    ReplayStats stats;
+  };
+  static Dumped DumpAll(std::vector<ReplayInput> inputs, const ReplayOptions& options = {}) {
+    Dumped d;
+    Status st = ReplayRecordings(std::move(inputs), options, [&d](Replay& replay) -> Status {
+      d.ticks.clear();
+      ++d.calls;
+      Tick tick;
+      for (;;) {
+        Result<bool> more = replay.Next(tick);
+        if (!more) return more.error();
+        if (!*more) break;
+        d.ticks += Dump(replay, tick);
+      }
+      d.stats = replay.stats();
+      return Status::Ok();
+    });
+    if (!st.ok()) d.error = st.message();
+    return d;
+  }
+
+  // Options whose sort runs hold `run_bytes` and spill into the test's folder.
+  ReplayOptions Sorting(std::size_t run_bytes) const {
+    ReplayOptions options;
+    options.sort_run_bytes = run_bytes;
+    options.sort_dir = dir_.string();
+    return options;
+  }
+
+  // A recording of the simulator's power-brake scenario (64 GPUs, vLLM).
+  std::string SimulatorRecording(int seconds) const {
+    Result<sim::Scenario> scenario =
+        sim::LoadScenario(std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/power-brake.yaml");
+    EXPECT_TRUE(scenario) << scenario.error().message();
+    if (!scenario) return "";
+    const std::string path = (dir_ / "sim.om").string();
+    sim::Engine engine(*scenario);
+    auto writer = recording::RecordingWriter::Open(path);
+    EXPECT_TRUE(writer);
+    if (!writer) return "";
+    sim::OfflineOptions options;
+    options.duration_s = seconds;
+    EXPECT_TRUE(sim::WriteScenarioRecording(engine, options, **writer));
+    EXPECT_TRUE((*writer)->Close().ok());
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
   }
 
   fs::path dir_;
@@ -401,6 +496,276 @@ DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu="0",hostname="node-2"} 40 103.000
       EXPECT_EQ(p->value, values[i][k]);
     }
   }
+}
+
+// --- layouts: series-grouped, mixed, through the sort ------------------------------
+
+TEST_F(ReplayTest, SeriesGroupedRecordingReplaysLikeTheTimeBlockedOne) {
+  const std::string text = SimulatorRecording(40);
+  ASSERT_FALSE(text.empty());
+  const std::string blocked = Write("blocked.om", text);
+  const std::string grouped_text = SeriesGroupedText(text);
+  ASSERT_EQ(grouped_text.size(), text.size());  // the same lines, reordered
+  ASSERT_NE(grouped_text, text);
+  const std::string grouped = Write("grouped.om", grouped_text);
+  const std::string grouped_gz = Write("grouped.om.gz", grouped_text);
+
+  // Streamed as it is, the grouped file is refused at its second series.
+  auto strict = MustOpen({{grouped, Role::kBaseline, std::nullopt}});
+  ASSERT_NE(strict, nullptr);
+  EXPECT_THAT(ReplayAll(*strict).second, HasSubstr("a recording must be time-blocked"));
+  EXPECT_EQ(strict->out_of_order_input(), 0);
+
+  const Dumped want = DumpAll({{blocked, Role::kBaseline, std::nullopt}});
+  ASSERT_EQ(want.error, "");
+  EXPECT_EQ(want.calls, 1);  // time-blocked: streamed once
+  // Small runs: the sort spills many runs and merges them.
+  for (const std::string& path : {grouped, grouped_gz}) {
+    const Dumped got = DumpAll({{path, Role::kBaseline, std::nullopt}}, Sorting(64u << 10));
+    ASSERT_EQ(got.error, "") << path;
+    EXPECT_EQ(got.calls, 2) << path;  // streamed until refused, then sorted
+    EXPECT_EQ(got.ticks, want.ticks) << path;
+    EXPECT_EQ(got.stats.samples, want.stats.samples);
+    EXPECT_EQ(got.stats.series, want.stats.series);
+  }
+  // The temporary file is unlinked: nothing is left in the sort's folder.
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_THAT(entry.path().filename().string(), ::testing::Not(StartsWith("gpucanary-replay")));
+  }
+}
+
+TEST_F(ReplayTest, MixedLayoutIsNotAnError) {
+  // The first 20 s time-blocked, the rest appended series by series (a
+  // recording continued by another writer): families keep their first metadata.
+  const std::string text = SimulatorRecording(40);
+  ASSERT_FALSE(text.empty());
+  std::size_t cut = std::string::npos;
+  std::int64_t first = -1;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t nl = text.find('\n', at);
+    const std::string_view line(text.data() + at, nl - at);
+    if (!line.starts_with('#')) {
+      const auto ts =
+          static_cast<std::int64_t>(std::stod(std::string(line.substr(line.rfind(' ') + 1))));
+      if (first < 0) first = ts;
+      if (ts >= first + 20) {
+        cut = at;
+        break;
+      }
+    }
+    at = nl + 1;
+  }
+  ASSERT_NE(cut, std::string::npos);
+  std::string metadata;  // the families, so that each sample finds its own
+  std::istringstream head(text.substr(0, cut));
+  for (std::string line; std::getline(head, line);) {
+    if (line.starts_with("# TYPE ")) metadata += line + "\n";
+  }
+  std::string tail;
+  std::istringstream rest(SeriesGroupedText(metadata + text.substr(cut)));
+  for (std::string line; std::getline(rest, line);) {
+    if (!line.starts_with('#')) tail += line + "\n";
+  }
+  const std::string mixed = Write("mixed.om", text.substr(0, cut) + tail + "# EOF\n");
+  const std::string blocked = Write("blocked.om", text);
+  const Dumped want = DumpAll({{blocked, Role::kBaseline, std::nullopt}});
+  const Dumped got = DumpAll({{mixed, Role::kBaseline, std::nullopt}});
+  ASSERT_EQ(want.error, "");
+  ASSERT_EQ(got.error, "");
+  EXPECT_EQ(got.calls, 2);
+  EXPECT_EQ(got.ticks, want.ticks);
+}
+
+TEST_F(ReplayTest, CountersAndDuplicateTimestampsAcrossTheSort) {
+  // The counter case above with a duplicate timestamp (the later sample wins,
+  // its increase counts), time-blocked and series-grouped; one-record runs put
+  // every sample of a series in a different run.
+  const std::string blocked = Write("c.om", R"(# TYPE vllm:generation_tokens counter
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 100 100.000
+# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION unknown
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 1000 100.000
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 150 101.000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 1500 101.000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 1700 101.000
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 30 102.000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 2500 102.000
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 40 103.250
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 50 103.750
+# EOF
+)");
+  const std::string grouped = Write("g.om", R"(# TYPE vllm:generation_tokens counter
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 100 100.000
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 150 101.000
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 30 102.000
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 40 103.250
+vllm:generation_tokens_total{model_name="m",Hostname="node-1"} 50 103.750
+# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION unknown
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 1000 100.000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 1500 101.000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 1700 101.000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 2500 102.000
+# EOF
+)");
+  const Dumped want = DumpAll({{blocked, Role::kBaseline, std::nullopt}});
+  ASSERT_EQ(want.error, "");
+  EXPECT_EQ(want.ticks,
+            "t=100\ngpu node-1/0 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION 1000 -\n"
+            "node node-1 vllm:generation_tokens_total 100 -\n"
+            "t=101\ngpu node-1/0 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION 1700 700.000000\n"
+            "node node-1 vllm:generation_tokens_total 150 50.000000\n"
+            "t=102\ngpu node-1/0 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION 2500 800.000000\n"
+            "node node-1 vllm:generation_tokens_total 30 30.000000\n"
+            "t=103\nnode node-1 vllm:generation_tokens_total 50 20.000000\n");
+  for (std::size_t run_bytes : {std::size_t{1}, std::size_t{16} << 20}) {
+    const Dumped got = DumpAll({{grouped, Role::kBaseline, std::nullopt}}, Sorting(run_bytes));
+    ASSERT_EQ(got.error, "");
+    EXPECT_EQ(got.ticks, want.ticks) << run_bytes;
+  }
+}
+
+TEST_F(ReplayTest, SeriesGroupedTextFormatWithMillisecondsAndGzip) {
+  // Prometheus text 0.0.4, timestamps in ms, as `promtool tsdb dump` and
+  // federation write it: one series after the other.
+  const std::string grouped_text = R"(# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
+# TYPE DCGM_FI_DEV_SM_CLOCK gauge
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1980 100000
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1975 101000
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1000 102500
+DCGM_FI_DEV_SM_CLOCK{gpu="1",Hostname="node-1"} 1970 100000
+DCGM_FI_DEV_SM_CLOCK{gpu="1",Hostname="node-1"} 1960 102000
+# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 5000 100000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 5600 101000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 6300 102999
+)";
+  const std::string blocked_text = R"(# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
+# TYPE DCGM_FI_DEV_SM_CLOCK gauge
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1980 100000
+DCGM_FI_DEV_SM_CLOCK{gpu="1",Hostname="node-1"} 1970 100000
+# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 5000 100000
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1975 101000
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 5600 101000
+DCGM_FI_DEV_SM_CLOCK{gpu="1",Hostname="node-1"} 1960 102000
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1000 102500
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="node-1"} 6300 102999
+)";
+  const Dumped want = DumpAll({{Write("b.prom", blocked_text), Role::kCanary, std::nullopt}});
+  ASSERT_EQ(want.error, "");
+  EXPECT_EQ(want.ticks,
+            "t=100\ngpu node-1/0 DCGM_FI_DEV_SM_CLOCK 1980 -\n"
+            "gpu node-1/0 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION 5000 -\n"
+            "gpu node-1/1 DCGM_FI_DEV_SM_CLOCK 1970 -\n"
+            "t=101\ngpu node-1/0 DCGM_FI_DEV_SM_CLOCK 1975 -\n"
+            "gpu node-1/0 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION 5600 600.000000\n"
+            "t=102\ngpu node-1/0 DCGM_FI_DEV_SM_CLOCK 1000 -\n"
+            "gpu node-1/0 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION 6300 700.000000\n"
+            "gpu node-1/1 DCGM_FI_DEV_SM_CLOCK 1960 -\n");
+  for (const char* name : {"g.prom", "g.prom.gz"}) {
+    const Dumped got = DumpAll({{Write(name, grouped_text), Role::kCanary, std::nullopt}},
+                               Sorting(std::size_t{16} << 20));
+    ASSERT_EQ(got.error, "") << name;
+    EXPECT_EQ(got.calls, 2) << name;
+    EXPECT_EQ(got.ticks, want.ticks) << name;
+  }
+}
+
+TEST_F(ReplayTest, BadLineInASortedRecordingIsReportedWithFileLineColumn) {
+  const std::string path = Write("bad.om", R"(# TYPE DCGM_FI_DEV_SM_CLOCK gauge
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1 100.000
+DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="node-1"} 1 105.000
+DCGM_FI_DEV_SM_CLOCK{gpu="1",Hostname="node-1"} 1 100.000
+DCGM_FI_DEV_SM_CLOCK{gpu="1",Hostname="node-1"} 1 104.000
+DCGM_FI_DEV_SM_CLOCK{gpu="1",Hostname="node-1"} 2 103.000
+# EOF
+)");
+  const Dumped got = DumpAll({{path, Role::kBaseline, std::nullopt}});
+  EXPECT_EQ(got.calls, 2);
+  // Sorted, line 4 is fine; line 6 still goes back in time within its series.
+  EXPECT_THAT(got.error, StartsWith(path + ":6:"));
+  EXPECT_EQ(got.ticks, "");
+}
+
+TEST_F(ReplayTest, OnlyTheInputThatIsNotTimeBlockedIsSorted) {
+  const std::string base = Write("base.om", R"(# TYPE DCGM_FI_DEV_GPU_TEMP gauge
+DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="b"} 40 100.000
+DCGM_FI_DEV_GPU_TEMP{gpu="1",Hostname="b"} 41 100.000
+DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="b"} 42 101.000
+DCGM_FI_DEV_GPU_TEMP{gpu="1",Hostname="b"} 43 101.000
+# EOF
+)");
+  const std::string canary = Write("canary.om", R"(# TYPE DCGM_FI_DEV_GPU_TEMP gauge
+DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="c"} 50 100.000
+DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="c"} 51 101.000
+DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="c"} 52 103.000
+DCGM_FI_DEV_GPU_TEMP{gpu="1",Hostname="c"} 53 100.000
+DCGM_FI_DEV_GPU_TEMP{gpu="1",Hostname="c"} 54 103.000
+# EOF
+)");
+  std::vector<int> sorted;
+  Status st = ReplayRecordings(
+      {{base, Role::kBaseline, std::nullopt}, {canary, Role::kCanary, std::nullopt}}, {},
+      [&](Replay& replay) -> Status {
+        Tick tick;
+        std::vector<std::int64_t> times;
+        for (;;) {
+          Result<bool> more = replay.Next(tick);
+          if (!more) return more.error();
+          if (!*more) break;
+          times.push_back(tick.time_s);
+        }
+        EXPECT_EQ(times, (std::vector<std::int64_t>{100, 101, 102, 103}));
+        EXPECT_EQ(replay.out_of_order_input(), -1);
+        sorted.push_back(static_cast<int>(replay.gpus().size()));
+        return Status::Ok();
+      });
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(sorted, std::vector<int>{4});
+}
+
+TEST(SecondSorterTest, SpilledRunsMergeStablyAndFarSecondsSort) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpucanary-sorter-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    // Two records a run; seconds years apart take the comparison sort.
+    SecondSorter sorter({.run_bytes = 32, .dir = dir.string()});
+    const std::vector<std::pair<std::uint32_t, std::int64_t>> in = {
+        {1, 100}, {2, 400'000'000}, {1, 101}, {3, 100}, {2, 100}, {1, 400'000'000}, {4, 99}};
+    double value = 0;
+    for (const auto& [series, tick] : in) ASSERT_TRUE(sorter.Add(series, tick, ++value).ok());
+    ASSERT_TRUE(sorter.Finish().ok());
+    EXPECT_EQ(sorter.runs_spilled(), 3u);
+    EXPECT_TRUE(fs::is_empty(dir));  // unlinked
+    std::vector<std::string> out;
+    std::int64_t tick = 0;
+    std::vector<SortRecord> records;
+    for (;;) {
+      Result<bool> more = sorter.Next(tick, records);
+      ASSERT_TRUE(more);
+      if (!*more) break;
+      std::string s = std::to_string(tick) + ":";
+      for (const SortRecord& r : records)
+        s += " " + std::to_string(r.series) + "=" + std::to_string(static_cast<int>(r.value));
+      out.push_back(s);
+    }
+    EXPECT_EQ(out, (std::vector<std::string>{"99: 4=7", "100: 1=1 3=4 2=5", "101: 1=3",
+                                             "400000000: 2=2 1=6"}));
+  }
+  {
+    SecondSorter sorter({.dir = dir.string()});
+    ASSERT_TRUE(sorter.Add(1, 0, 1).ok());
+    const Status far = sorter.Add(1, std::int64_t{1} << 32, 1);
+    EXPECT_EQ(far.code(), StatusCode::kOutOfRange);
+  }
+  {
+    SecondSorter sorter({.run_bytes = 16, .dir = (dir / "missing").string()});
+    ASSERT_TRUE(sorter.Add(1, 0, 1).ok());
+    const Status st = sorter.Add(1, 1, 1);
+    EXPECT_EQ(st.code(), StatusCode::kIoError);
+    EXPECT_THAT(st.message(), HasSubstr("missing"));
+  }
+  fs::remove_all(dir);
 }
 
 // --- errors ----------------------------------------------------------------------
