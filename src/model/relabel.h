@@ -91,6 +91,8 @@ struct RelabelConfig {
   std::string replacement = "$1";
   RelabelAction action = RelabelAction::kReplace;
   NameValidation validation = NameValidation::kLegacy;
+
+  friend bool operator==(const RelabelConfig&, const RelabelConfig&) = default;
 };
 
 // Prometheus's Config.Validate, with its messages ("relabel configuration for
@@ -110,6 +112,10 @@ class RelabelRule {
   // Applies the rule to `labels` (sorted, unique names, no empty values, as
   // model::Labels are); keeps them so. False: the rule drops the set.
   bool Apply(Labels& labels) const;
+
+  friend bool operator==(const RelabelRule& a, const RelabelRule& b) {
+    return *a.config_ == *b.config_;
+  }
 
  private:
   std::shared_ptr<const RelabelConfig> config_;
