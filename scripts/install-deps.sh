@@ -18,6 +18,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler  # remote_write protobuf messages
   libsnappy-dev                   # remote_write snappy block compression
   libre2-dev                      # label matchers (=~, !~) with Prometheus's RE2 syntax
+  nettle-dev                      # MD5 for relabeling's hashmod, as Prometheus computes it
   libsqlite3-dev                  # releases, canaries and verdicts in the data directory
   prometheus                      # integration tests scrape the simulator with a real Prometheus
   libgtest-dev libgmock-dev       # unit tests

@@ -12,6 +12,7 @@
 #include "config/yaml_fields.h"
 #include "model/names.h"
 #include "net/url.h"
+#include "scrape/relabel_config.h"
 
 namespace gpucanary::scrape {
 namespace {
@@ -25,10 +26,19 @@ using config::Reporter;
 
 constexpr std::string_view kTopKeys[] = {"global", "scrape_configs"};
 constexpr std::string_view kGlobalKeys[] = {"scrape_interval", "scrape_timeout", "fast_interval"};
-constexpr std::string_view kJobKeys[] = {
-    "job_name",        "scrape_interval",      "scrape_timeout", "metrics_path",
-    "honor_labels",    "honor_timestamps",     "scheme",         "static_configs",
-    "file_sd_configs", "prometheus_sd_configs"};
+constexpr std::string_view kJobKeys[] = {"job_name",
+                                         "scrape_interval",
+                                         "scrape_timeout",
+                                         "metrics_path",
+                                         "honor_labels",
+                                         "honor_timestamps",
+                                         "scheme",
+                                         "static_configs",
+                                         "file_sd_configs",
+                                         "prometheus_sd_configs",
+                                         "params",
+                                         "relabel_configs",
+                                         "metric_relabel_configs"};
 constexpr std::string_view kStaticKeys[] = {"targets", "labels"};
 constexpr std::string_view kFileSdKeys[] = {"files", "refresh_interval"};
 constexpr std::string_view kPrometheusSdKeys[] = {"url", "job", "refresh_interval"};
@@ -163,6 +173,19 @@ class Parser {
       if (!v) return v.error();
       job->honor_timestamps = *v;
     }
+    if (const YAML::Node* p = f->Find("params")) {
+      GC_RETURN_IF_ERROR(ParseParams(*p, Child(field, "params"), &job->params));
+    }
+    for (const auto& [key, rules] :
+         {std::pair{"relabel_configs", &job->relabel_configs},
+          std::pair{"metric_relabel_configs", &job->metric_relabel_configs}}) {
+      if (const YAML::Node* l = f->Find(key)) {
+        Result<std::vector<model::RelabelRule>> read =
+            ReadRelabelConfigs(r_, *l, Child(field, key));
+        if (!read) return read.error();
+        *rules = std::move(*read);
+      }
+    }
     if (const YAML::Node* s = f->Find("static_configs")) {
       GC_RETURN_IF_ERROR(
           ParseList(*s, Child(field, "static_configs"),
@@ -209,6 +232,20 @@ class Parser {
       GC_RETURN_IF_ERROR(ParseLabels(*l, Child(field, "labels"), &sc.labels));
     }
     job->static_configs.push_back(std::move(sc));
+    return Status::Ok();
+  }
+
+  // Prometheus's params: a map of names to lists of values ({module: [if_mib]}).
+  Status ParseParams(const YAML::Node& node, const std::string& field,
+                     std::map<std::string, std::vector<std::string>>* out) {
+    Result<Fields> f = Fields::Read(r_, node, field, {});
+    if (!f) return f.error();
+    for (const Fields::Entry& e : f->entries()) {
+      Result<std::vector<std::string>> values =
+          config::ReadStrings(r_, e.value, Child(field, e.name), "expected a list of values");
+      if (!values) return values.error();
+      (*out)[e.name] = std::move(*values);
+    }
     return Status::Ok();
   }
 
@@ -331,6 +368,31 @@ bool ParsePrometheusDuration(std::string_view text, std::int64_t* ms) {
   }
   *ms = total;
   return true;
+}
+
+std::string FormatPrometheusDuration(std::int64_t ms) {
+  if (ms == 0) return "0s";
+  struct Unit {
+    const char* name;
+    std::int64_t ms;
+    bool exact;
+  };
+  static constexpr Unit kUnits[] = {{"y", 365LL * 24 * 3600 * 1000, true},
+                                    {"w", 7LL * 24 * 3600 * 1000, true},
+                                    {"d", 24LL * 3600 * 1000, false},
+                                    {"h", 3600LL * 1000, false},
+                                    {"m", 60LL * 1000, false},
+                                    {"s", 1000, false},
+                                    {"ms", 1, false}};
+  std::string out;
+  for (const Unit& u : kUnits) {
+    if (u.exact && ms % u.ms != 0) continue;
+    if (const std::int64_t v = ms / u.ms; v > 0) {
+      out += std::to_string(v) + u.name;
+      ms -= v * u.ms;
+    }
+  }
+  return out;
 }
 
 Result<std::string> NormalizeAddress(std::string_view address) {

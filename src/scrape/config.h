@@ -17,19 +17,25 @@
 //       static_configs: [{targets: ['10.0.0.1:9400'], labels: {site: a}}]
 //       file_sd_configs: [{files: ['targets/*.json'], refresh_interval: 5m}]
 //       prometheus_sd_configs: [{url: 'http://prom:9090', job: dcgm, refresh_interval: 30s}]
+//       params: {format: [prometheus]}   # the scrape URL's query
+//       relabel_configs: [...]           # on targets (scrape/target.h MakeTarget)
+//       metric_relabel_configs: [...]    # on scraped samples (scrape/ingester.h)
 //
 // prometheus_sd_configs is our extension: targets read from an existing
-// Prometheus's /api/v1/targets. Unknown keys are errors (Prometheus's
-// relabel_configs, tls_config, ... are not supported and are reported, not
+// Prometheus's /api/v1/targets. The relabel lists are Prometheus's
+// (scrape/relabel_config.h). Unknown keys are errors (Prometheus's
+// tls_config, basic_auth, ... are not supported and are reported, not
 // ignored). Every error is a kParseError "FILE:LINE:COL: field.path: what".
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "model/relabel.h"
 
 namespace YAML {
 class Node;
@@ -76,14 +82,19 @@ struct PrometheusSdConfig {
 
 struct JobConfig {
   std::string job_name;
-  std::int64_t scrape_interval_ms = 0;
-  std::int64_t scrape_timeout_ms = 0;
+  std::int64_t scrape_interval_ms = 15'000;  // the parser fills in the global ones
+  std::int64_t scrape_timeout_ms = 10'000;
   std::string metrics_path = "/metrics";
   bool honor_labels = false;
   bool honor_timestamps = true;
   std::vector<StaticConfig> static_configs;
   std::vector<FileSdConfig> file_sd_configs;
   std::vector<PrometheusSdConfig> prometheus_sd_configs;
+  // The scrape URL's query parameters (Prometheus's `params`); each becomes
+  // a __param_<name> target label (its first value) before relabeling.
+  std::map<std::string, std::vector<std::string>> params;
+  std::vector<model::RelabelRule> relabel_configs;         // on targets
+  std::vector<model::RelabelRule> metric_relabel_configs;  // on scraped samples
 
   friend bool operator==(const JobConfig&, const JobConfig&) = default;
 };
@@ -117,6 +128,9 @@ Result<ScrapeConfig> ReadScrapeSections(const config::Reporter& r, const YAML::N
 // [0-9]+(y|w|d|h|m|s|ms), units in that order, each at most once: "1m30s",
 // "500ms", "0". False for anything else (including "1.5s").
 bool ParsePrometheusDuration(std::string_view text, std::int64_t* ms);
+// The inverse, as Prometheus's model.Duration.String: "15s", "1m30s",
+// "500ms", "0s"; years and weeks only when they divide the duration.
+std::string FormatPrometheusDuration(std::int64_t ms);
 
 // A target address as Prometheus takes it: "host:port", "[v6]:port", or a
 // bare host, which gets ":80" as Prometheus adds for http. No scheme, path,

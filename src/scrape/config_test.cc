@@ -66,6 +66,41 @@ TEST(ScrapeConfigTest, ReadsEveryFieldInPrometheusShapes) {
   EXPECT_TRUE(c->jobs[1].honor_timestamps);
 }
 
+TEST(ScrapeConfigTest, ReadsRelabelConfigsWithPrometheusDefaults) {
+  Result<ScrapeConfig> c = ParseScrapeConfig(R"(scrape_configs:
+  - job_name: vllm
+    params: {format: [prometheus, x]}
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_pod_node_name]
+        target_label: Hostname
+      - regex:
+        separator:
+        replacement:
+        target_label: empty
+        action: Replace
+    metric_relabel_configs:
+      - {source_labels: [__name__], regex: 'vllm:.*_bucket', action: drop}
+)",
+                                             "s.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  const JobConfig& j = c->jobs[0];
+  EXPECT_EQ(j.params.at("format"), (std::vector<std::string>{"prometheus", "x"}));
+  ASSERT_EQ(j.relabel_configs.size(), 2U);
+  const model::RelabelConfig& a = j.relabel_configs[0].config();
+  EXPECT_EQ(a.source_labels, (std::vector<std::string>{"__meta_kubernetes_pod_node_name"}));
+  EXPECT_EQ(a.separator, ";");
+  EXPECT_FALSE(a.regex.has_value());  // the default (.*)
+  EXPECT_EQ(a.replacement, "$1");
+  EXPECT_EQ(a.action, model::RelabelAction::kReplace);
+  // Null values are yaml.v2's zero values, as Prometheus reads them.
+  const model::RelabelConfig& b = j.relabel_configs[1].config();
+  EXPECT_EQ(b.regex, std::optional<std::string>(""));
+  EXPECT_EQ(b.separator, "");
+  EXPECT_EQ(b.replacement, "");
+  ASSERT_EQ(j.metric_relabel_configs.size(), 1U);
+  EXPECT_EQ(j.metric_relabel_configs[0].config().action, model::RelabelAction::kDrop);
+}
+
 TEST(ScrapeConfigTest, DefaultsFollowPrometheus) {
   Result<ScrapeConfig> c = ParseScrapeConfig("scrape_configs:\n  - job_name: a\n", "s.yaml");
   ASSERT_TRUE(c.has_value()) << c.error().message();
@@ -125,11 +160,48 @@ INSTANTIATE_TEST_SUITE_P(
                 "s.yaml:2:5: scrape_configs[0].job_name: missing"},
         BadCase{"scrape_configs:\n  - job_name: a\n  - job_name: a\n",
                 "s.yaml:3:15: scrape_configs[1].job_name: duplicate job name 'a'"},
-        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs: []\n",
-                "s.yaml:3:5: scrape_configs[0].relabel_configs: unknown field (expected one of "
+        BadCase{"scrape_configs:\n  - job_name: a\n    tls_config: {}\n",
+                "s.yaml:3:5: scrape_configs[0].tls_config: unknown field (expected one of "
                 "job_name, scrape_interval, scrape_timeout, metrics_path, honor_labels, "
                 "honor_timestamps, scheme, static_configs, file_sd_configs, "
-                "prometheus_sd_configs)"},
+                "prometheus_sd_configs, params, relabel_configs, metric_relabel_configs)"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
+                "      - {action: keep, regexp: x}\n",
+                "s.yaml:4:24: scrape_configs[0].relabel_configs[0].regexp: unknown field "
+                "(expected one of source_labels, separator, regex, modulus, target_label, "
+                "replacement, action)"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
+                "      - {action: kep}\n",
+                "s.yaml:4:18: scrape_configs[0].relabel_configs[0].action: unknown relabel "
+                "action \"kep\""},
+        BadCase{"scrape_configs:\n  - job_name: a\n    metric_relabel_configs:\n"
+                "      - {action: hashmod, target_label: t}\n",
+                "s.yaml:4:9: scrape_configs[0].metric_relabel_configs[0]: relabel configuration "
+                "for hashmod requires non-zero modulus"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
+                "      - {regex: 'a(', target_label: t}\n",
+                "s.yaml:4:17: scrape_configs[0].relabel_configs[0].regex: bad regex 'a(': "
+                "missing ): ^(?s:a()$"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
+                "      - {source_labels: [a], target_label: node-name}\n",
+                "s.yaml:4:9: scrape_configs[0].relabel_configs[0]: \"node-name\" is invalid "
+                "'target_label' for replace action"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
+                "      - {source_labels: [a.b], target_label: t}\n",
+                "s.yaml:4:26: scrape_configs[0].relabel_configs[0].source_labels[0]: \"a.b\" is "
+                "not a valid label name"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
+                "      - {source_labels: [a], regex: x, action: labeldrop}\n",
+                "s.yaml:4:9: scrape_configs[0].relabel_configs[0]: labeldrop action requires only "
+                "'regex', and no other fields"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
+                "      - {source_labels: [a], regex: '(.*)', target_label: b, action: keepequal}\n",
+                "s.yaml:4:9: scrape_configs[0].relabel_configs[0]: keepequal action requires only "
+                "'source_labels' and `target_label`, and no other fields"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs: {action: keep}\n",
+                "s.yaml:3:22: scrape_configs[0].relabel_configs: expected a list of relabel rules"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    params: {module: x}\n",
+                "s.yaml:3:22: scrape_configs[0].params.module: expected a list of values"},
         BadCase{"scrape_configs:\n  - job_name: a\n    scheme: https\n",
                 "s.yaml:3:13: scrape_configs[0].scheme: only http is supported"},
         BadCase{"scrape_configs:\n  - job_name: a\n    metrics_path: metrics\n",

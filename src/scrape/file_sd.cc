@@ -200,7 +200,11 @@ std::vector<Status> FileSd::CurrentErrors() const {
 std::vector<TargetGroup> FileSd::Groups() const {
   std::vector<TargetGroup> out;
   for (const auto& [path, state] : files_) {
-    out.insert(out.end(), state.groups.begin(), state.groups.end());
+    for (TargetGroup g : state.groups) {
+      // Prometheus's file SD labels every group with its file (relabeling may read it).
+      g.labels.emplace_back("__meta_filepath", path);
+      out.push_back(std::move(g));
+    }
   }
   return out;
 }

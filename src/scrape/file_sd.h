@@ -44,7 +44,8 @@ class FileSd {
   // last good groups.
   bool Refresh(bool force, std::vector<Status>* errors);
 
-  // The groups of every file, in file name order.
+  // The groups of every file, in file name order, each labelled
+  // __meta_filepath with its file's path, as Prometheus's file SD does.
   std::vector<TargetGroup> Groups() const;
 
   // The errors of the files whose last read failed (they serve older groups).

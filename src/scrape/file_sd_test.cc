@@ -90,6 +90,19 @@ class FileSdTest : public ::testing::Test {
   int tick_ = 0;
 };
 
+// Prometheus's file SD labels each group with __meta_filepath (relabeling may read it).
+TEST_F(FileSdTest, GroupsCarryTheirFilePath) {
+  Write("a.json", R"([{"targets": ["h:1"], "labels": {"site": "x"}}])");
+  FileSdConfig c;
+  c.files = {(dir_ / "a.json").string()};
+  FileSd sd(c);
+  std::vector<Status> errors;
+  EXPECT_TRUE(sd.Refresh(false, &errors));
+  ASSERT_EQ(sd.Groups().size(), 1U);
+  EXPECT_EQ(sd.Groups()[0].labels,
+            (LabelPairs{{"site", "x"}, {"__meta_filepath", (dir_ / "a.json").string()}}));
+}
+
 TEST_F(FileSdTest, ReloadsChangedFilesKeepsLastGoodAndDropsDeletedOnes) {
   FileSdConfig c;
   c.files = {(dir_ / "*.json").string(), (dir_ / "extra.yaml").string()};

@@ -86,8 +86,21 @@ void Ingester::BuildLabels(const expfmt::SampleView& s) {
   model::SortLabels(scratch_);
 }
 
-Result<store::SeriesRef> Ingester::SeriesFor(const expfmt::SampleView& s) {
+Result<store::SeriesRef> Ingester::SeriesFor(const expfmt::SampleView& s, bool* dropped) {
   BuildLabels(s);
+  *dropped = false;
+  if (!options_.metric_relabel.empty()) {
+    if (!model::Relabel(options_.metric_relabel, scratch_)) {
+      *dropped = true;
+      return store::SeriesRef{0};
+    }
+    if (Status st = model::ValidateLabels(scratch_); !st.ok()) {
+      relabel_error_ = Status(StatusCode::kInvalidArgument,
+                              "invalid metric name or label names after metric_relabel_configs: " +
+                                  st.message() + " in " + model::LabelsToString(scratch_));
+      return Error(relabel_error_);
+    }
+  }
   return appender().Series(scratch_);
 }
 
@@ -103,7 +116,12 @@ Ingester::Entry* Ingester::Lookup(const expfmt::SampleView& s, std::string_view 
   }
   // A miss, or (rarely) another series with the same hash: ask the store.
   const bool collision = slot != 0;
-  Result<store::SeriesRef> r = SeriesFor(s);
+  bool dropped = false;
+  Result<store::SeriesRef> r = SeriesFor(s, &dropped);
+  if (!relabel_error_.ok()) {
+    *ok = false;
+    return nullptr;
+  }
   if (!r) {
     ++out.rejected;
     if (out.store_error.ok()) out.store_error = r.error();
@@ -112,11 +130,15 @@ Ingester::Entry* Ingester::Lookup(const expfmt::SampleView& s, std::string_view 
   }
   if (collision) {
     *ref = *r;
+    if (dropped) {
+      ++out.relabel_dropped;
+      *ok = false;
+    }
     return nullptr;
   }
   slot = static_cast<std::uint32_t>(entries_.size() + 1);
-  entries_.push_back(Entry{std::string(raw), *r, 0});
-  ++out.series_added;
+  entries_.push_back(Entry{std::string(raw), *r, 0, dropped});
+  if (!dropped) ++out.series_added;
   return &entries_.back();
 }
 
@@ -144,9 +166,19 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
         store::SeriesRef ref = 0;
         bool ok = true;
         Entry* e = Lookup(s, RawSeries(s), out, &ref, &ok);
+        if (!relabel_error_.ok()) {
+          Status why = std::move(relabel_error_);
+          relabel_error_ = Status::Ok();
+          return Fail(std::move(why), t_ms, duration_s, /*exposition=*/false);
+        }
         if (!ok) break;
         const bool own_time = options_.honor_timestamps && s.has_timestamp();
         if (e != nullptr) {
+          if (e->dropped) {
+            e->last_seen = iteration_;
+            ++out.relabel_dropped;
+            break;
+          }
           if (e->last_seen == iteration_) {  // Prometheus keeps the first of duplicates
             ++out.duplicates;
             break;

@@ -32,6 +32,7 @@
 #include "core/status.h"
 #include "expfmt/types.h"
 #include "model/labels.h"
+#include "model/relabel.h"
 #include "store/appender.h"
 
 namespace gpucanary::scrape {
@@ -39,6 +40,12 @@ namespace gpucanary::scrape {
 struct IngestOptions {
   bool honor_labels = false;     // scraped labels win over target labels
   bool honor_timestamps = true;  // use timestamps written in the exposition
+  // metric_relabel_configs: applied to each new series' labels (target labels
+  // attached) before the store sees them, as Prometheus does. A dropped series
+  // is remembered in the scrape cache and costs one lookup per scrape; a
+  // series left without a valid __name__ or with an invalid label name fails
+  // the scrape (Prometheus's "invalid metric name or label names").
+  std::vector<model::RelabelRule> metric_relabel = {};
 };
 
 // What one scrape did: the values of the synthetic series and the counts the
@@ -48,9 +55,10 @@ struct ScrapeOutcome {
   std::size_t samples = 0;       // scrape_samples_scraped: sample lines read
   std::size_t series_added = 0;  // scrape_series_added: series new to the cache
   std::size_t stale_markers = 0;
-  std::size_t duplicates = 0;  // a series twice in one exposition: the first kept
-  std::size_t rejected = 0;    // samples the store refused (Series, Append or Commit)
-  Status error;                // why up is 0 (a fetch error or an exposition error)
+  std::size_t duplicates = 0;       // a series twice in one exposition: the first kept
+  std::size_t relabel_dropped = 0;  // samples metric_relabel_configs dropped
+  std::size_t rejected = 0;         // samples the store refused (Series, Append or Commit)
+  Status error;                     // why up is 0 (a fetch error or an exposition error)
   bool exposition_error = false;
   Status store_error;  // the first sample the store refused, if any
 };
@@ -90,6 +98,7 @@ class Ingester {
     std::string raw;  // name{labels} as written: guards against hash collisions
     store::SeriesRef ref = 0;
     std::uint64_t last_seen = 0;  // the iteration that last saw it
+    bool dropped = false;         // metric relabeling drops it: no ref
   };
 
   ScrapeOutcome Fail(Status why, std::int64_t t_ms, double duration_s, bool exposition);
@@ -98,7 +107,8 @@ class Ingester {
   // store refused the series, or a hash collision: then *ref is set directly).
   Entry* Lookup(const expfmt::SampleView& s, std::string_view raw, ScrapeOutcome& out,
                 store::SeriesRef* ref, bool* ok);
-  Result<store::SeriesRef> SeriesFor(const expfmt::SampleView& s);
+  // The series of a sample line: 0 with ok when relabeling drops it.
+  Result<store::SeriesRef> SeriesFor(const expfmt::SampleView& s, bool* dropped);
   void BuildLabels(const expfmt::SampleView& s);
   void AppendOne(store::SeriesRef ref, std::int64_t t_ms, double v, ScrapeOutcome& out);
   void MarkPreviousStale(std::int64_t t_ms, ScrapeOutcome& out);
@@ -118,6 +128,7 @@ class Ingester {
   std::vector<std::uint32_t> previous_;  // entries tracked in the last successful scrape
   std::vector<std::uint32_t> current_;
   model::Labels scratch_;  // labels of a cache miss, reused
+  Status relabel_error_;   // set by SeriesFor: metric relabeling left invalid labels
   // The synthetic series: up, scrape_duration_seconds, scrape_samples_scraped,
   // scrape_series_added; valid when report_ready_.
   std::array<store::SeriesRef, 4> report_refs_{};

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "scrape/relabel_config.h"
 #include "scrape/test_appendable.h"
 
 namespace gpucanary::scrape {
@@ -61,6 +62,51 @@ TEST_F(IngesterTest, SteadyStateHitsTheCache) {
   EXPECT_EQ(in.cached_series(), 2U);
   EXPECT_EQ(Samples(R"(m{gpu="1",instance="h:9400",job="dcgm"})").size(), 2U);
   EXPECT_EQ(Samples(Series("scrape_series_added"))[1].value, 0);
+}
+
+// metric_relabel_configs: applied to each new series with the target labels
+// attached; drops are cached; a series left without a name fails the scrape.
+TEST_F(IngesterTest, MetricRelabelingRewritesAndDropsSeries) {
+  Result<std::vector<model::RelabelRule>> rules = ParseRelabelConfigs(R"(
+- source_labels: [__name__]
+  regex: 'vllm:.*_bucket'
+  action: drop
+- source_labels: [instance]
+  regex: '([^:]+):.*'
+  target_label: host
+- regex: engine
+  action: labeldrop
+)",
+                                                                      "m.yaml");
+  ASSERT_TRUE(rules.has_value()) << rules.error().message();
+  Ingester in = Make({.metric_relabel = *rules});
+  const std::string body =
+      "vllm:e2e_request_latency_seconds_bucket{engine=\"0\",le=\"1.0\"} 3\n"
+      "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 2\n";
+  for (int i = 0; i < 2; ++i) {
+    const ScrapeOutcome o = in.Ingest(body, expfmt::Format::kPrometheusText, kT0 + i * 1000, 0);
+    EXPECT_TRUE(o.up);
+    EXPECT_EQ(o.samples, 2U);
+    EXPECT_EQ(o.relabel_dropped, 1U);
+    EXPECT_EQ(o.series_added, i == 0 ? 1U : 0U);
+  }
+  EXPECT_EQ(Samples(R"(vllm:num_requests_running{host="h",instance="h:9400",job="dcgm",)"
+                    R"(model_name="m"})")
+                .size(),
+            2U);
+  EXPECT_EQ(in.cached_series(), 2U);  // the dropped one is remembered
+
+  Result<std::vector<model::RelabelRule>> unname =
+      ParseRelabelConfigs("[{regex: __name__, action: labeldrop}]", "m.yaml");
+  ASSERT_TRUE(unname.has_value());
+  CapturingAppendable other;
+  Ingester bad(other, {{"job", "j"}}, {.metric_relabel = *unname});
+  const ScrapeOutcome o = bad.Ingest("m 1\n", expfmt::Format::kPrometheusText, kT0, 0);
+  EXPECT_FALSE(o.up);
+  EXPECT_NE(o.error.message().find("invalid metric name or label names after "
+                                   "metric_relabel_configs"),
+            std::string::npos)
+      << o.error.message();
 }
 
 TEST_F(IngesterTest, ClashingLabelsBecomeExportedUnlessHonored) {

@@ -35,6 +35,14 @@ Result<TargetGroup> GroupOf(const Json& t, const Json& labels, const std::string
     if (name == "job" || !value.is_string()) continue;
     g.labels.emplace_back(name, value.get<std::string>());
   }
+  // The other Prometheus's discovery metadata, for our relabel_configs.
+  if (const auto d = t.find("discoveredLabels"); d != t.end() && d->is_object()) {
+    for (const auto& [name, value] : d->items()) {
+      if (name.starts_with("__meta_") && value.is_string()) {
+        g.labels.emplace_back(name, value.get<std::string>());
+      }
+    }
+  }
   return g;
 }
 

@@ -11,7 +11,8 @@
 // and keep the active targets whose labels.job is the configured job. Each
 // becomes one target group: the address and path from scrapeUrl, the labels
 // as Prometheus attached them (after its relabelling) except `job`, which is
-// ours (the job_name of the scrape config). https targets are skipped with an
+// ours (the job_name of the scrape config), plus the "__meta_*" labels of its
+// discoveredLabels (for our relabel_configs to read). https targets are skipped with an
 // error (the scraper speaks http only).
 
 #include <string>

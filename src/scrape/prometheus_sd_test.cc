@@ -8,7 +8,7 @@ namespace {
 // The shape of Prometheus 2.42's /api/v1/targets?state=active answer.
 constexpr std::string_view kAnswer = R"({"status":"success","data":{"activeTargets":[
  {"discoveredLabels":{"__address__":"10.0.0.1:9400","__metrics_path__":"/metrics",
-   "__scheme__":"http","job":"dcgm"},
+   "__scheme__":"http","job":"dcgm","__meta_kubernetes_pod_node_name":"gpu-node-1"},
   "labels":{"instance":"10.0.0.1:9400","job":"dcgm","node":"n1"},
   "scrapePool":"dcgm","scrapeUrl":"http://10.0.0.1:9400/metrics","globalUrl":"http://x:9400/metrics",
   "lastError":"","lastScrape":"2025-12-02T12:00:00Z","lastScrapeDuration":0.01,"health":"up",
@@ -25,9 +25,10 @@ TEST(PrometheusSdTest, KeepsTheJobsActiveTargetsWithTheirLabels) {
   ASSERT_TRUE(g.has_value()) << g.error().message();
   ASSERT_EQ(g->size(), 2U);
   EXPECT_EQ((*g)[0].targets, (std::vector<std::string>{"10.0.0.1:9400"}));
-  EXPECT_EQ((*g)[0].labels,
-            (LabelPairs{
-                {"__metrics_path__", "/metrics"}, {"instance", "10.0.0.1:9400"}, {"node", "n1"}}));
+  EXPECT_EQ((*g)[0].labels, (LabelPairs{{"__metrics_path__", "/metrics"},
+                                        {"instance", "10.0.0.1:9400"},
+                                        {"node", "n1"},
+                                        {"__meta_kubernetes_pod_node_name", "gpu-node-1"}}));
   EXPECT_EQ((*g)[1].targets, (std::vector<std::string>{"[::1]:9400"}));
   ASSERT_EQ(skipped.size(), 1U);
   EXPECT_NE(skipped[0].message().find("https://s:9400/metrics skipped"), std::string::npos);

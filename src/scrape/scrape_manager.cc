@@ -64,11 +64,26 @@ struct Due {
   bool operator>(const Due& o) const { return ms > o.ms; }
 };
 
+// The job's metric_relabel_configs as text (the ingester applies them).
+std::string MetricRelabelFingerprint(const JobConfig& j) {
+  std::string out;
+  for (const model::RelabelRule& r : j.metric_relabel_configs) {
+    const model::RelabelConfig& c = r.config();
+    out += '\n';
+    out += model::RelabelActionName(c.action);
+    for (const std::string& l : c.source_labels) out += "\x1f" + l;
+    out += "\x1e" + c.separator + "\x1e" + c.regex.value_or("\x1d") + "\x1e" + c.target_label +
+           "\x1e" + c.replacement + "\x1e" + std::to_string(c.modulus);
+  }
+  return out;
+}
+
 // What besides the target's identity decides how it is scraped: a change
 // makes it a new target (Prometheus restarts a job's loops on such changes).
 std::string JobFingerprint(const JobConfig& j) {
   return std::to_string(j.scrape_interval_ms) + "/" + std::to_string(j.scrape_timeout_ms) + "/" +
-         (j.honor_labels ? "L" : "l") + (j.honor_timestamps ? "T" : "t");
+         (j.honor_labels ? "L" : "l") + (j.honor_timestamps ? "T" : "t") +
+         MetricRelabelFingerprint(j);
 }
 
 // Decodes and ingests one fetch (any thread: the target's ingest is ours
@@ -380,8 +395,9 @@ void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string k
   run->job = job;
   run->conn = internal::NewConnection(ioc_, target);
   run->request = internal::ScrapeRequest(target, options_.user_agent, options_.body_limit_bytes);
-  run->ingester = std::make_unique<Ingester>(store_, target.labels,
-                                             IngestOptions{job.honor_labels, job.honor_timestamps});
+  run->ingester = std::make_unique<Ingester>(
+      store_, target.labels,
+      IngestOptions{job.honor_labels, job.honor_timestamps, job.metric_relabel_configs});
   run->target = std::move(target);
   run->fast = IsFast(run->target);
   {
@@ -429,15 +445,15 @@ bool ScrapeManager::Impl::IsFast(const Target& t) const {
 }
 
 void ScrapeManager::Impl::SetInterval(TargetRun& run) {
-  run.interval_ms = run.fast ? std::min(fast_interval_ms_, run.job.scrape_interval_ms)
-                             : run.job.scrape_interval_ms;
+  run.interval_ms =
+      run.fast ? std::min(fast_interval_ms_, run.target.interval_ms) : run.target.interval_ms;
   run.phase_ms = PhaseMs(run.target.url, run.interval_ms);
   MutexLock lock(status_mu_);
   auto it = status_.find(run.id);
   if (it == status_.end()) return;
   it->second.fast = run.fast;
   it->second.interval_ms = run.interval_ms;
-  it->second.timeout_ms = std::min(run.job.scrape_timeout_ms, run.interval_ms);
+  it->second.timeout_ms = std::min(run.target.timeout_ms, run.interval_ms);
 }
 
 // A canary started or ended: the target moves to the other schedule from
@@ -515,7 +531,7 @@ void ScrapeManager::Impl::StartScrape(const RunPtr& run, std::int64_t slot, std:
   run->in_flight = true;
   run->last_slot_ms = slot;
   NoteInFlight(+1);
-  const std::chrono::milliseconds timeout(std::min(run->job.scrape_timeout_ms, run->interval_ms));
+  const std::chrono::milliseconds timeout(std::min(run->target.timeout_ms, run->interval_ms));
   run->conn->Fetch(run->request.WithTimeout(timeout), timeout,
                    [this, run, slot](net::FetchResult r) { OnFetched(run, slot, std::move(r)); });
 }

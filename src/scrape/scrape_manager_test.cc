@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/yaml_fields.h"
 #include "core/mutex.h"
 #include "net/http_server.h"
 #include "scrape/connection.h"
@@ -435,6 +436,62 @@ TEST_F(FileSdScrapeTest, ReloadsOnChangeKeepsLastGoodAndEndsVanishedTargets) {
   WriteTargets(R"([{"targets": [")" + a.address() + R"(", ")" + b.address() + R"("]}])");
   EXPECT_TRUE(m.ReloadDiscovery().ok());
   EXPECT_EQ(Urls(m), (std::set<std::string>{a.url(), b.url()}));
+}
+
+// The node-mapping recipe of docs/scraping.md end to end: a vLLM server
+// serving vLLM's documented exposition (series labelled model_name only, no
+// host), found through file SD with discovery labels as a Kubernetes pod has
+// them; relabel_configs copy the pod's node into Hostname, so every stored
+// series carries the node and MatchHosts selects the target by node name.
+TEST_F(FileSdScrapeTest, RelabelingGivesAVllmTargetItsNode) {
+  Result<std::string> body = config::ReadConfigFile(std::string(GPUCANARY_SOURCE_DIR) +
+                                                    "/src/scrape/testdata/vllm_docs_metrics.prom");
+  ASSERT_TRUE(body.has_value()) << body.error().message();
+  TestTarget vllm(*body);
+  TestTarget finished("x 1\n");
+  WriteTargets(R"([{"targets": [")" + vllm.address() +
+               R"("], "labels": {"__meta_kubernetes_pod_node_name": "gpu-node-7",
+                                 "__meta_kubernetes_pod_phase": "Running"}},
+                   {"targets": [")" +
+               finished.address() +
+               R"("], "labels": {"__meta_kubernetes_pod_node_name": "gpu-node-8",
+                                 "__meta_kubernetes_pod_phase": "Succeeded"}}])");
+  const std::string config = R"(scrape_configs:
+  - job_name: vllm
+    scrape_interval: 1s
+    file_sd_configs: [{files: ['targets.json']}]
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_pod_phase]
+        regex: Succeeded|Failed
+        action: drop
+      - source_labels: [__meta_kubernetes_pod_node_name]
+        target_label: Hostname
+)";
+  Result<ScrapeConfig> c = ParseScrapeConfig(config, (dir_ / "scrape.yaml").string());
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  ScrapeManager m(store_, clock_, ManualOptions());
+  ASSERT_TRUE(m.ApplyConfig(*c).ok());
+  ASSERT_TRUE(m.Start().ok());
+  ASSERT_EQ(Urls(m), (std::set<std::string>{vllm.url()}));  // the finished pod is dropped
+  const model::Labels target = {
+      {"Hostname", "gpu-node-7"}, {"instance", vllm.address()}, {"job", "vllm"}};
+  EXPECT_EQ(m.Targets()[0].labels, target);
+  const std::string up =
+      "up{Hostname=\"gpu-node-7\",instance=\"" + vllm.address() + "\",job=\"vllm\"}";
+  ASSERT_TRUE(ScrapeAt(m, SlotAtOrAfter(PhaseMs(vllm.url(), 1000), 1000, kStart), up));
+  const std::string bucket =
+      "vllm:iteration_tokens_total_bucket{Hostname=\"gpu-node-7\",instance=\"" + vllm.address() +
+      "\",job=\"vllm\",le=\"512.0\","
+      "model_name=\"unsloth/Llama-3.2-1B-Instruct\"}";
+  ASSERT_EQ(store_.Samples(bucket).size(), 1U);
+  EXPECT_EQ(store_.Samples(bucket)[0].value, 3.0);
+  for (const auto& [series, samples] : store_.All()) {
+    EXPECT_NE(series.find("Hostname=\"gpu-node-7\""), std::string::npos) << series;
+    EXPECT_EQ(series.find("__meta"), std::string::npos) << series;
+  }
+  Target t;
+  t.labels = target;
+  EXPECT_TRUE(MatchHosts({"gpu-node-7"})(t));
 }
 
 // ---- real time ----

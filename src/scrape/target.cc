@@ -5,14 +5,48 @@
 #include <utility>
 
 #include "model/names.h"
+#include "model/relabel.h"
+#include "model/utf8.h"
 #include "net/url.h"
 
 namespace gpucanary::scrape {
+
+namespace {
+
+constexpr std::string_view kParamPrefix = "__param_";
+
+// Go's url.QueryEscape: unreserved bytes kept, ' ' as '+', the rest %XX.
+std::string QueryEscape(std::string_view in) {
+  std::string out;
+  for (const char c : in) {
+    const auto b = static_cast<unsigned char>(c);
+    if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || b == '-' ||
+        b == '_' || b == '.' || b == '~') {
+      out += c;
+    } else if (b == ' ') {
+      out += '+';
+    } else {
+      out += '%';
+      out += "0123456789ABCDEF"[b >> 4];
+      out += "0123456789ABCDEF"[b & 15];
+    }
+  }
+  return out;
+}
+
+// Sets `name` only where it is absent (model::Labels hold no empty values).
+void SetIfUnset(model::Labels& labels, std::string_view name, std::string_view value) {
+  if (model::LabelValue(labels, name).empty()) model::SetLabel(labels, name, value);
+}
+
+}  // namespace
 
 std::string Target::Key() const {
   std::string key = job;
   key += '\n';
   key += url;
+  key += '\n';
+  key += std::to_string(interval_ms) + "/" + std::to_string(timeout_ms);
   for (const model::Label& l : labels) {
     key += '\n';
     key += l.name;
@@ -22,32 +56,92 @@ std::string Target::Key() const {
   return key;
 }
 
-Result<Target> MakeTarget(const JobConfig& job, std::string_view address,
-                          const TargetGroup& group) {
+model::Labels DiscoveredLabels(const JobConfig& job, std::string_view address,
+                               const TargetGroup& group) {
+  model::Labels labels;
+  model::SetLabel(labels, "__address__", address);
+  // Later entries of the group win, as in a Go map read from a file; the
+  // target's own __address__ wins over the group's.
+  for (const auto& [name, value] : group.labels) {
+    if (name != "__address__") model::SetLabel(labels, name, value);
+  }
+  SetIfUnset(labels, "job", job.job_name);
+  SetIfUnset(labels, "__scrape_interval__", FormatPrometheusDuration(job.scrape_interval_ms));
+  SetIfUnset(labels, "__scrape_timeout__", FormatPrometheusDuration(job.scrape_timeout_ms));
+  SetIfUnset(labels, "__metrics_path__", job.metrics_path);
+  SetIfUnset(labels, "__scheme__", "http");
+  for (const auto& [name, values] : job.params) {
+    if (!values.empty()) SetIfUnset(labels, std::string(kParamPrefix) + name, values.front());
+  }
+  return labels;
+}
+
+Result<std::optional<Target>> MakeTarget(const JobConfig& job, std::string_view address,
+                                         const TargetGroup& group) {
   const auto fail = [&](const std::string& why) {
     return Error(StatusCode::kInvalidArgument,
                  (group.source.empty() ? std::string() : group.source + ": ") + why);
   };
-  Result<std::string> normalized = NormalizeAddress(address);
-  if (!normalized) return fail(normalized.error().message());
-  // Later entries of the group win, as in a Go map read from a file.
-  std::map<std::string, std::string, std::less<>> labels;
   for (const auto& [name, value] : group.labels) {
     if (!model::IsValidLabelName(name)) return fail("invalid label name '" + name + "'");
-    labels[name] = value;
   }
-  // Prometheus fills these only where the discovered labels leave them empty.
-  const auto fill = [&](const std::string& name, const std::string& value) {
-    auto it = labels.find(name);
-    if (it == labels.end() || it->second.empty()) labels[name] = value;
-  };
-  fill("job", job.job_name);
-  fill("instance", *normalized);
-  fill("__metrics_path__", job.metrics_path);
-  const std::string& path = labels["__metrics_path__"];
-  if (path.empty() || path.front() != '/') return fail("bad __metrics_path__ '" + path + "'");
+  model::Labels labels = DiscoveredLabels(job, address, group);
+  if (!model::Relabel(job.relabel_configs, labels)) return std::optional<Target>();
 
+  const std::string_view raw_address = model::LabelValue(labels, "__address__");
+  if (raw_address.empty()) return fail("no address");
+  Result<std::string> normalized = NormalizeAddress(raw_address);
+  if (!normalized) return fail(normalized.error().message());
+  if (const std::string_view scheme = model::LabelValue(labels, "__scheme__"); scheme != "http") {
+    return fail("scheme '" + std::string(scheme) + "' not supported (only http)");
+  }
   Target t;
+  const auto duration = [&](std::string_view name, std::int64_t* ms) -> Status {
+    const std::string_view text = model::LabelValue(labels, name);
+    if (!ParsePrometheusDuration(text, ms)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "bad " + std::string(name) + " '" + std::string(text) + "'");
+    }
+    if (*ms == 0) return Status(StatusCode::kInvalidArgument, std::string(name) + " is 0");
+    return Status::Ok();
+  };
+  for (const auto& [name, ms] :
+       {std::pair{"__scrape_interval__", &t.interval_ms}, {"__scrape_timeout__", &t.timeout_ms}}) {
+    if (Status st = duration(name, ms); !st.ok()) return fail(st.message());
+  }
+  if (t.timeout_ms > t.interval_ms) {
+    return fail("scrape timeout cannot be greater than scrape interval (\"" +
+                std::string(model::LabelValue(labels, "__scrape_timeout__")) + "\" > \"" +
+                std::string(model::LabelValue(labels, "__scrape_interval__")) + "\")");
+  }
+  std::string path(model::LabelValue(labels, "__metrics_path__"));
+  if (path.empty() || path.front() != '/') return fail("bad __metrics_path__ '" + path + "'");
+  // Prometheus's Target.URL: the job's params, the first value of each
+  // replaced by its __param_ label, which may add names; sorted by name (Go's
+  // url.Values.Encode). Our extension: a path that has a query keeps it.
+  std::map<std::string, std::vector<std::string>> params = job.params;
+  for (const model::Label& l : labels) {
+    if (!l.name.starts_with(kParamPrefix)) continue;
+    std::vector<std::string>& values = params[l.name.substr(kParamPrefix.size())];
+    if (values.empty()) {
+      values.push_back(l.value);
+    } else {
+      values.front() = l.value;
+    }
+  }
+  char joiner = path.find('?') == std::string::npos ? '?' : '&';
+  for (const auto& [name, values] : params) {
+    for (const std::string& value : values) {
+      path += joiner;
+      joiner = '&';
+      path += QueryEscape(name);
+      path += '=';
+      path += QueryEscape(value);
+    }
+  }
+  std::erase_if(labels, [](const model::Label& l) { return l.name.starts_with("__meta_"); });
+  SetIfUnset(labels, "instance", *normalized);
+
   t.job = job.job_name;
   t.url = "http://" + *normalized + path;
   Result<net::HttpUrl> url = net::ParseHttpUrl(t.url);
@@ -55,11 +149,13 @@ Result<Target> MakeTarget(const JobConfig& job, std::string_view address,
   t.host = url->host;
   t.port = url->port;
   t.path = url->target;
-  for (auto& [name, value] : labels) {  // already sorted by name
-    if (name.starts_with("__") || value.empty()) continue;
-    t.labels.push_back({name, value});
+  for (model::Label& l : labels) {
+    if (l.name.starts_with("__")) continue;
+    if (!model::IsValidLabelName(l.name)) return fail("invalid label name '" + l.name + "'");
+    if (!model::IsValidUtf8(l.value)) return fail("invalid label value for '" + l.name + "'");
+    t.labels.push_back(std::move(l));
   }
-  return t;
+  return std::optional<Target>(std::move(t));
 }
 
 std::vector<Target> MakeTargets(const JobConfig& job, const std::vector<TargetGroup>& groups,
@@ -67,13 +163,14 @@ std::vector<Target> MakeTargets(const JobConfig& job, const std::vector<TargetGr
   std::map<std::string, Target> by_key;
   for (const TargetGroup& g : groups) {
     for (const std::string& address : g.targets) {
-      Result<Target> t = MakeTarget(job, address, g);
+      Result<std::optional<Target>> t = MakeTarget(job, address, g);
       if (!t) {
         if (errors != nullptr) errors->push_back(t.error());
         continue;
       }
-      std::string key = t->Key();
-      by_key.emplace(std::move(key), std::move(*t));
+      if (!t->has_value()) continue;  // dropped by relabeling
+      std::string key = (*t)->Key();
+      by_key.emplace(std::move(key), std::move(**t));
     }
   }
   std::vector<Target> out;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,10 +19,11 @@ namespace gpucanary::scrape {
 
 // One group of targets sharing labels (Prometheus's targetgroup.Group): what a
 // static_configs entry, a file_sd file entry or one Prometheus active target
-// yields. Labels may include "__metrics_path__" (a path, with an optional
-// query) to override the job's metrics_path; other "__" labels are dropped.
+// yields. Labels may include discovery's "__meta_*" labels and any of the
+// "__" labels PopulateLabels reads ("__metrics_path__", a path with an
+// optional query, "__scheme__", "__param_<name>", "__scrape_interval__").
 struct TargetGroup {
-  std::vector<std::string> targets;  // "host:port"
+  std::vector<std::string> targets;  // "host:port" (each the target's __address__)
   LabelPairs labels;
   std::string source;  // where it came from, for messages: "targets.json:3:5"
 };
@@ -31,24 +33,45 @@ struct Target {
   std::string job;
   std::string host;  // "10.0.0.1", "node-3", "::1" (no brackets)
   std::uint16_t port = 0;
-  std::string path;  // path and query: "/metrics"
+  std::string path;  // path and query: "/metrics", "/probe?module=a"
   std::string url;   // "http://10.0.0.1:9400/metrics"
   // The labels every series of the target gets: job, instance and the
-  // group's labels; sorted, no "__" names, no empty values.
+  // group's and relabeling's labels; sorted, no "__" names, no empty values.
   model::Labels labels;
+  // From __scrape_interval__ / __scrape_timeout__ (the job's unless
+  // relabeling set them); 0 < timeout_ms <= interval_ms.
+  std::int64_t interval_ms = 0;
+  std::int64_t timeout_ms = 0;
 
-  // The identity across discovery updates: job, URL and labels. A target whose
-  // key changes is a new target (the old one ends with stale markers).
+  // The identity across discovery updates: job, URL, labels and timing. A
+  // target whose key changes is a new target (the old one ends with stale
+  // markers).
   std::string Key() const;
   std::string_view instance() const { return model::LabelValue(labels, "instance"); }
 };
 
+// The labels of `address` in `group` before relabeling (Prometheus's
+// PopulateDiscoveredLabels): __address__, the group's labels (later entries
+// win), then job, __scrape_interval__, __scrape_timeout__, __metrics_path__,
+// __scheme__ and __param_<name> (the first value of each job param) where
+// still unset or empty. Sorted; empty values dropped.
+model::Labels DiscoveredLabels(const JobConfig& job, std::string_view address,
+                               const TargetGroup& group);
+
 // Builds the target for `address` in `group` of `job` as Prometheus's
-// PopulateLabels does without relabelling: group labels first; job, instance
-// (= the address) and the metrics path filled in where the group sets none;
-// labels named "__*" and empty values dropped. Errors: kInvalidArgument for a
-// bad address or label name, naming group.source.
-Result<Target> MakeTarget(const JobConfig& job, std::string_view address, const TargetGroup& group);
+// PopulateLabels does: DiscoveredLabels, then the job's relabel_configs
+// (nullopt: a rule dropped the target, which is then not scraped), then
+// checks: __address__ set and a valid host:port (a bare host gets ":80"),
+// __scheme__ http (the scraper speaks nothing else), interval and timeout
+// Prometheus durations with 0 < timeout <= interval; then "__meta_*" labels
+// are deleted and instance defaults to the address. The URL is
+// http://__address__ + __metrics_path__ + the job's params as its query, the
+// first value of each replaced by its __param_<name> label (which may add
+// names), sorted by name;
+// the target's labels are those not starting with "__". Errors:
+// kInvalidArgument saying why, prefixed with group.source.
+Result<std::optional<Target>> MakeTarget(const JobConfig& job, std::string_view address,
+                                         const TargetGroup& group);
 
 // Selects targets, e.g. the nodes of a canary (ScrapeManager::SetFast).
 // Called on the scraper's io thread; must be thread-safe and quick.
@@ -59,8 +82,8 @@ using TargetMatcher = std::function<bool(const Target&)>;
 // node or host.
 TargetMatcher MatchHosts(std::vector<std::string> hosts);
 
-// Every target of `groups`, deduplicated by Key() and sorted by it; bad
-// addresses are skipped and their errors appended to `errors`.
+// Every target of `groups` that relabeling keeps, deduplicated by Key() and
+// sorted by it; bad ones are skipped and their errors appended to `errors`.
 std::vector<Target> MakeTargets(const JobConfig& job, const std::vector<TargetGroup>& groups,
                                 std::vector<Status>* errors);
 

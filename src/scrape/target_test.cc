@@ -4,8 +4,18 @@
 
 #include <set>
 
+#include "scrape/relabel_config.h"
+
 namespace gpucanary::scrape {
 namespace {
+
+// MakeTarget for a target relabeling keeps.
+Result<Target> Make(const JobConfig& job, std::string_view address, const TargetGroup& g) {
+  Result<std::optional<Target>> t = MakeTarget(job, address, g);
+  if (!t) return Error(t.error());
+  if (!t->has_value()) return Error(StatusCode::kNotFound, "dropped");
+  return std::move(**t);
+}
 
 JobConfig Job(std::string name) {
   JobConfig j;
@@ -18,7 +28,7 @@ JobConfig Job(std::string name) {
 TEST(TargetTest, LabelsFollowPrometheusPopulateLabels) {
   TargetGroup g;
   g.labels = {{"site", "a"}, {"empty", ""}, {"__meta_x", "dropped"}, {"Hostname", "node-1"}};
-  Result<Target> t = MakeTarget(Job("dcgm"), "10.0.0.1:9400", g);
+  Result<Target> t = Make(Job("dcgm"), "10.0.0.1:9400", g);
   ASSERT_TRUE(t.has_value()) << t.error().message();
   EXPECT_EQ(t->url, "http://10.0.0.1:9400/metrics");
   EXPECT_EQ(t->host, "10.0.0.1");
@@ -34,7 +44,7 @@ TEST(TargetTest, LabelsFollowPrometheusPopulateLabels) {
 TEST(TargetTest, GroupLabelsMaySetInstanceJobAndPath) {
   TargetGroup g;
   g.labels = {{"instance", "node-7"}, {"job", "theirs"}, {"__metrics_path__", "/m?x=1"}};
-  Result<Target> t = MakeTarget(Job("dcgm"), "[::1]:9400", g);
+  Result<Target> t = Make(Job("dcgm"), "[::1]:9400", g);
   ASSERT_TRUE(t.has_value()) << t.error().message();
   EXPECT_EQ(t->url, "http://[::1]:9400/m?x=1");
   EXPECT_EQ(t->host, "::1");
@@ -47,10 +57,10 @@ TEST(TargetTest, GroupLabelsMaySetInstanceJobAndPath) {
 TEST(TargetTest, BadAddressOrLabelNamesTheSource) {
   TargetGroup g;
   g.source = "t.json:3:5";
-  EXPECT_EQ(MakeTarget(Job("a"), "http://h:1", g).error().message(),
+  EXPECT_EQ(Make(Job("a"), "http://h:1", g).error().message(),
             "t.json:3:5: bad target address 'http://h:1': no scheme allowed (host:port)");
   g.labels = {{"bad-name", "x"}};
-  EXPECT_EQ(MakeTarget(Job("a"), "h:1", g).error().message(),
+  EXPECT_EQ(Make(Job("a"), "h:1", g).error().message(),
             "t.json:3:5: invalid label name 'bad-name'");
 }
 
@@ -68,22 +78,166 @@ TEST(TargetTest, MakeTargetsDeduplicatesAndSkipsBadOnes) {
 
 TEST(TargetTest, KeyChangesWithLabels) {
   TargetGroup g{{"h:1"}, {{"a", "1"}}, ""};
-  const std::string k1 = MakeTarget(Job("j"), "h:1", g)->Key();
+  const std::string k1 = Make(Job("j"), "h:1", g)->Key();
   g.labels = {{"a", "2"}};
-  EXPECT_NE(MakeTarget(Job("j"), "h:1", g)->Key(), k1);
-  EXPECT_NE(MakeTarget(Job("k"), "h:1", g)->Key(), k1);
+  EXPECT_NE(Make(Job("j"), "h:1", g)->Key(), k1);
+  EXPECT_NE(Make(Job("k"), "h:1", g)->Key(), k1);
 }
 
 TEST(TargetTest, MatchHostsByInstanceHostOrHostnameLabel) {
   TargetGroup g{{}, {{"Hostname", "node-3"}}, ""};
-  const Target t = *MakeTarget(Job("j"), "10.0.0.3:9400", g);
-  const Target v6 = *MakeTarget(Job("j"), "[::1]:9400", TargetGroup{});
+  const Target t = *Make(Job("j"), "10.0.0.3:9400", g);
+  const Target v6 = *Make(Job("j"), "[::1]:9400", TargetGroup{});
   EXPECT_TRUE(MatchHosts({"node-3"})(t));
   EXPECT_TRUE(MatchHosts({"x", "10.0.0.3"})(t));
   EXPECT_TRUE(MatchHosts({"10.0.0.3:9400"})(t));
   EXPECT_FALSE(MatchHosts({"node-30", "10.0.0.33", "j"})(t));
   EXPECT_TRUE(MatchHosts({"::1"})(v6));
   EXPECT_FALSE(MatchHosts({})(t));
+}
+
+// PopulateLabels and Target.URL as Prometheus has them: cases after
+// TestPopulateLabels (scrape/manager_test.go), TestTargetURL and
+// TestTargetsFromGroupWithLabelKeepDrop (scrape/target_test.go) of
+// github.com/prometheus/prometheus at d15adb9ad7e5d9fbde3a9a8f30200593a5a14d86,
+// for http (the scraper speaks nothing else; Prometheus 3 also no longer
+// adds a default port to the address, gpucanary adds ":80" as 2.x did).
+JobConfig RelabelJob(std::string_view rules) {
+  JobConfig j = Job("job");
+  j.scrape_interval_ms = 1000;
+  j.scrape_timeout_ms = 1000;
+  Result<std::vector<model::RelabelRule>> r = ParseRelabelConfigs(rules, "r.yaml");
+  EXPECT_TRUE(r.has_value()) << r.error().message();
+  if (r) j.relabel_configs = std::move(*r);
+  return j;
+}
+
+TEST(PopulateLabelsTest, DiscoveredLabelsCarryTheScrapeSettings) {
+  JobConfig j = RelabelJob("[]");
+  j.params = {{"module", {"a", "b"}}};
+  TargetGroup g{{}, {{"custom", "value"}, {"__meta_x", "y"}}, ""};
+  EXPECT_EQ(DiscoveredLabels(j, "1.2.3.4:1000", g), (model::Labels{{"__address__", "1.2.3.4:1000"},
+                                                                   {"__meta_x", "y"},
+                                                                   {"__metrics_path__", "/metrics"},
+                                                                   {"__param_module", "a"},
+                                                                   {"__scheme__", "http"},
+                                                                   {"__scrape_interval__", "1s"},
+                                                                   {"__scrape_timeout__", "1s"},
+                                                                   {"custom", "value"},
+                                                                   {"job", "job"}}));
+}
+
+TEST(PopulateLabelsTest, GroupLabelsOverrideTheScrapeSettings) {
+  TargetGroup g{{},
+                {{"__scheme__", "http"},
+                 {"__metrics_path__", "/custom"},
+                 {"job", "custom-job"},
+                 {"__scrape_interval__", "2s"},
+                 {"__scrape_timeout__", "2s"}},
+                ""};
+  Result<Target> t = Make(RelabelJob("[]"), "1.2.3.4", g);
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->url, "http://1.2.3.4:80/custom");
+  EXPECT_EQ(t->labels, (model::Labels{{"instance", "1.2.3.4:80"}, {"job", "custom-job"}}));
+  EXPECT_EQ(t->interval_ms, 2000);
+  EXPECT_EQ(t->timeout_ms, 2000);
+}
+
+TEST(PopulateLabelsTest, AddressMissingButAddedInRelabelling) {
+  const JobConfig j = RelabelJob(
+      "- {action: replace, regex: '(.*)', source_labels: [custom], replacement: '${1}', "
+      "target_label: __address__}");
+  Result<Target> t = Make(j, "", TargetGroup{{}, {{"custom", "host:1234"}}, ""});
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->url, "http://host:1234/metrics");
+  EXPECT_EQ(t->labels,
+            (model::Labels{{"custom", "host:1234"}, {"instance", "host:1234"}, {"job", "job"}}));
+  EXPECT_EQ(
+      Make(RelabelJob("[]"), "", TargetGroup{{}, {{"custom", "value"}}, ""}).error().message(),
+      "no address");
+}
+
+TEST(PopulateLabelsTest, InvalidValuesAndDurationsAreErrors) {
+  const auto err = [](LabelPairs labels) {
+    return Make(RelabelJob("[]"), "1.2.3.4:1000", TargetGroup{{}, std::move(labels), "g"})
+        .error()
+        .message();
+  };
+  EXPECT_EQ(err({{"custom", "\xbd"}}), "g: invalid label value for 'custom'");
+  EXPECT_EQ(err({{"__scrape_interval__", "2notseconds"}}),
+            "g: bad __scrape_interval__ '2notseconds'");
+  EXPECT_EQ(err({{"__scrape_timeout__", "2notseconds"}}),
+            "g: bad __scrape_timeout__ '2notseconds'");
+  EXPECT_EQ(err({{"__scrape_interval__", "0s"}}), "g: __scrape_interval__ is 0");
+  EXPECT_EQ(err({{"__scrape_timeout__", "0s"}}), "g: __scrape_timeout__ is 0");
+  EXPECT_EQ(err({{"__scrape_interval__", "1s"}, {"__scrape_timeout__", "2s"}}),
+            "g: scrape timeout cannot be greater than scrape interval (\"2s\" > \"1s\")");
+  EXPECT_EQ(err({{"__scheme__", "https"}}), "g: scheme 'https' not supported (only http)");
+}
+
+TEST(PopulateLabelsTest, ParamsAndParamLabelsMakeTheQuery) {
+  JobConfig j = RelabelJob("[]");
+  j.params = {{"abc", {"foo", "bar", "baz"}}, {"xyz", {"hoo"}}};
+  TargetGroup g{{},
+                {{"__metrics_path__", "/metricz"},
+                 {"__param_abc", "overwrite"},
+                 {"__param_cde", "huu"},
+                 {"__param_sp", "a b&c"}},
+                ""};
+  Result<Target> t = Make(j, "example.com:1234", g);
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->url,
+            "http://example.com:1234/metricz?abc=overwrite&abc=bar&abc=baz&cde=huu&sp=a+b%26c&"
+            "xyz=hoo");
+}
+
+TEST(PopulateLabelsTest, RelabelingDropsTargetsAndMetaLabels) {
+  const JobConfig j = RelabelJob(R"(
+- source_labels: [__meta_kubernetes_pod_phase]
+  regex: Succeeded|Failed
+  action: drop
+- source_labels: [__meta_kubernetes_pod_node_name]
+  target_label: Hostname
+- regex: __meta_kubernetes_pod_label_(.+)
+  action: labelmap
+)");
+  TargetGroup running{{},
+                      {{"__meta_kubernetes_pod_phase", "Running"},
+                       {"__meta_kubernetes_pod_node_name", "gpu-node-7"},
+                       {"__meta_kubernetes_pod_label_app", "vllm"}},
+                      ""};
+  Result<Target> t = Make(j, "10.4.0.17:8000", running);
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->labels, (model::Labels{{"Hostname", "gpu-node-7"},
+                                      {"app", "vllm"},
+                                      {"instance", "10.4.0.17:8000"},
+                                      {"job", "job"}}));
+  EXPECT_TRUE(MatchHosts({"gpu-node-7"})(*t));
+  TargetGroup done = running;
+  done.labels[0].second = "Succeeded";
+  Result<std::optional<Target>> dropped = MakeTarget(j, "10.4.0.17:8000", done);
+  ASSERT_TRUE(dropped.has_value());
+  EXPECT_FALSE(dropped->has_value());
+  std::vector<Status> errors;
+  EXPECT_TRUE(MakeTargets(j, {done}, &errors).empty());
+  EXPECT_TRUE(errors.empty());
+  // labelkeep and labeldrop see the "__" labels too: dropping __address__ is an error.
+  EXPECT_EQ(
+      Make(RelabelJob("[{regex: foo, action: labelkeep}]"), "localhost:9090", {}).error().message(),
+      "no address");
+  EXPECT_EQ(Make(RelabelJob("[{regex: __address__, action: labeldrop}]"), "localhost:9090", {})
+                .error()
+                .message(),
+            "no address");
+}
+
+TEST(PopulateLabelsTest, FormatsDurationsAsPrometheus) {
+  EXPECT_EQ(FormatPrometheusDuration(0), "0s");
+  EXPECT_EQ(FormatPrometheusDuration(15000), "15s");
+  EXPECT_EQ(FormatPrometheusDuration(90000), "1m30s");
+  EXPECT_EQ(FormatPrometheusDuration(500), "500ms");
+  EXPECT_EQ(FormatPrometheusDuration(86400000LL * 8), "8d");
+  EXPECT_EQ(FormatPrometheusDuration(86400000LL * 14), "2w");
 }
 
 TEST(ScheduleTest, Fnv1aMatchesGo) {
