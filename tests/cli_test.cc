@@ -484,6 +484,66 @@ TEST_F(CliJudgeScenarioTest, HealthyRolloutDoesNotFail) {
   EXPECT_EQ(j["verdict"], r.exit_code == 0 ? "pass" : "inconclusive") << r.out;
 }
 
+// A fleet as real ones are: half the nodes on a current vLLM with
+// dcgm-exporter's `Hostname`, half on a legacy vLLM with the newer exporter's
+// `hostname`; the canary, node-4, is one of the latter. No vLLM series has a
+// host label (the recording has the scrape's instance). The default policy
+// judges the service measures across both versions: a healthy release
+// passes with per-token latency compared, a braking one fails on node-4.
+std::string MixedFleet(const std::string& next) {
+  return R"(seed: 7
+duration: 600s
+fleet:
+  - {nodes: "node-[1-3]", gpu: h100-sxm, gpus: 2}
+  - {nodes: "node-[4-6]", gpu: h100-sxm, gpus: 2, server: vllm_legacy, hostname_label: hostname}
+releases:
+  stable: {profile: baseline}
+  next: {profile: baseline)" +
+         next + R"(}
+traffic: {rps: 200}
+events:
+  - {at: 0s, deploy: stable, nodes: all}
+  - {at: 60s, deploy: next, nodes: [node-4]}
+)";
+}
+
+TEST_F(CliJudgeScenarioTest, MixedServerAndExporterVersionsAreJudgedByOnePolicy) {
+  for (const bool bad : {false, true}) {
+    SCOPED_TRACE(bad ? "braking release" : "healthy release");
+    std::ofstream(dir_ / "mixed.yaml") << MixedFleet(bad ? ", power_spikiness: 2.5" : "");
+    const fs::path out = dir_ / (bad ? "bad" : "good");
+    RunResult r = Run("sim --scenario " + (dir_ / "mixed.yaml").string() + " --offline " +
+                      out.string() + " --canary-nodes node-4");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string canary = Slurp(out / "canary.om");
+    EXPECT_THAT(canary, HasSubstr("vllm:time_per_output_token_seconds_bucket{"));
+    EXPECT_THAT(canary, HasSubstr(",hostname=\"node-4\""));
+    EXPECT_THAT(Slurp(out / "baseline.om"), HasSubstr("vllm:inter_token_latency_seconds_bucket{"));
+    r = Judge(out, 1764680060);
+    ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.err << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["canary_gpus"], 2);
+    EXPECT_EQ(j["baseline_gpus"], 10);
+    if (bad) {
+      EXPECT_EQ(r.exit_code, 1) << r.out;
+      ASSERT_FALSE(j["causes"].empty()) << r.out;
+      EXPECT_EQ(j["causes"][0]["kind"], "power_brake");
+      EXPECT_EQ(j["causes"][0]["gpus"], nlohmann::json::array({"node-4/0", "node-4/1"}));
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << r.out;
+      EXPECT_EQ(j["verdict"], "pass") << r.out;
+    }
+    bool per_token = false;
+    for (const nlohmann::json& m : j["metrics"]) {
+      if (m["name"] == "per_token_latency") {
+        per_token = true;
+        EXPECT_NE(m["result"], "no_data") << m.dump();
+      }
+    }
+    EXPECT_TRUE(per_token) << r.out;
+  }
+}
+
 // gpucanary correlate: a small fleet recording and release log, then the
 // ways its input can be wrong.
 class CorrelateCliTest : public CliTest {

@@ -317,7 +317,7 @@ TEST(SuiteTest, GenerateCaseWritesCanaryAndBaselineRecordings) {
   ASSERT_TRUE(report.has_value());
   EXPECT_TRUE(report->ok()) << (report->messages.empty() ? "" : report->messages[0]);
   EXPECT_EQ(hosts, (std::set<std::string>{"node-2", "node-5"}));
-  EXPECT_TRUE(families.contains("vllm:time_per_output_token_seconds"));
+  EXPECT_TRUE(families.contains("vllm:inter_token_latency_seconds"));
   hosts.clear();
   report = expfmt::ReadFile(files->baseline, expfmt::ReadOptions{},
                             [&](const expfmt::SampleView& s, std::string_view, model::MetricType) {

@@ -36,12 +36,24 @@ Engine::Engine(const Scenario& scenario, const EngineOptions& options)
     for (const std::string& host : group.hostnames) {
       fleet_.AddNode(host, *group.profile, group.gpus_per_node, group.driver);
       NodeState n;
+      n.vllm_version = group.vllm_version;
+      n.lowercase_hostname = group.lowercase_hostname;
       n.lost_at_ms.assign(static_cast<std::size_t>(group.gpus_per_node), -1);
       n.gpu_faults.resize(static_cast<std::size_t>(group.gpus_per_node));
       nodes_.push_back(std::move(n));
     }
   }
   fleet_.set_now_ms(options_.start_ms);
+}
+
+std::vector<VllmVersion> Engine::vllm_versions() const {
+  std::vector<VllmVersion> out;
+  for (const NodeState& n : nodes_) {
+    if (std::find(out.begin(), out.end(), n.vllm_version) == out.end()) {
+      out.push_back(n.vllm_version);
+    }
+  }
+  return out;
 }
 
 double Engine::elapsed_s() const {
@@ -167,7 +179,8 @@ void Engine::AdvanceDeploys() {
     const std::string& host = fleet_.nodes()[i].hostname;
     n.server = std::make_unique<ServingNode>(
         options_.serving, host,
-        Mix(seed_ ^ std::hash<std::string>{}(host) ^ static_cast<std::uint64_t>(n.restarts)));
+        Mix(seed_ ^ std::hash<std::string>{}(host) ^ static_cast<std::uint64_t>(n.restarts)),
+        n.vllm_version);
     n.brake_latched = false;
     CloseOpenTruth(
         [&](const TruthRecord& r) { return r.type == TruthRecord::kDeploy && r.node == host; });
@@ -376,7 +389,9 @@ void Engine::RenderDcgm(std::size_t index, std::string& out) const {
     ids.push_back(node.gpus[g].id);
     readings.push_back(node.gpus[g].model.Read());
   }
-  dcgm::RenderDcgmExposition(ids, readings, dcgm::DcgmRenderOptions{}, out);
+  dcgm::RenderDcgmExposition(
+      ids, readings,
+      dcgm::DcgmRenderOptions{.lowercase_hostname = nodes_.at(index).lowercase_hostname}, out);
 }
 
 void Engine::RenderVllm(std::size_t index, std::string& out) const {

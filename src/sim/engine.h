@@ -160,6 +160,11 @@ class Engine {
   // Node `index`'s model server, or null while it restarts or runs nothing.
   const ServingNode* server(std::size_t index) const { return nodes_.at(index).server.get(); }
   std::optional<std::size_t> FindNode(const std::string& hostname) const;
+  // Whether node `index`'s dcgm-exporter labels the host `hostname` (4.8.2
+  // on) rather than `Hostname`.
+  bool lowercase_hostname(std::size_t index) const { return nodes_.at(index).lowercase_hostname; }
+  // The vLLM versions the fleet's nodes serve, each once, in node order.
+  std::vector<VllmVersion> vllm_versions() const;
   const std::map<std::string, double>& traffic_weights() const { return weights_; }
   double fleet_rate() const { return traffic_.rate(); }
   std::uint64_t dropped_requests() const { return dropped_; }
@@ -196,8 +201,10 @@ class Engine {
     double arrival_rate = 0;
     double speed = 1;
     double load = 0;
-    std::vector<std::int64_t> lost_at_ms;  // per GPU, -1 while on the bus
-    std::vector<Faults> gpu_faults;        // per GPU, this step
+    VllmVersion vllm_version = VllmVersion::kCurrent;  // its group's `server:`
+    bool lowercase_hostname = false;                   // its group's `hostname_label: hostname`
+    std::vector<std::int64_t> lost_at_ms;              // per GPU, -1 while on the bus
+    std::vector<Faults> gpu_faults;                    // per GPU, this step
   };
 
   void ApplyDueEvents();

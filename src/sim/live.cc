@@ -168,6 +168,9 @@ std::string LiveSim::TargetsJson() const {
       nlohmann::ordered_json g;
       g["targets"] = {options_.host + ":" + std::to_string(port)};
       g["labels"] = {{"exporter", job}, {"node", e.hostname}};
+      // vLLM's series carry no host label: the target gives them their node
+      // under the label dcgm-exporter uses (docs/scraping.md, static mapping).
+      if (std::string_view(job) == "vllm") g["labels"]["Hostname"] = e.hostname;
       groups.push_back(std::move(g));
     }
   }

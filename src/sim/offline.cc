@@ -77,7 +77,7 @@ model::MetricType VllmKind(std::string_view type) {
 
 template <std::size_t N>
 Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogram<N>& h,
-                                      const model::LabelView (&base)[2], std::int64_t now_ms,
+                                      std::span<const model::LabelView> base, std::int64_t now_ms,
                                       recording::RecordingWriter& writer) {
   const std::string name(family);
   std::string le;
@@ -91,37 +91,61 @@ Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogr
       cumulative = h.count;
       le = "+Inf";
     }
-    const model::LabelView labels[] = {base[0], base[1], {"le", le}};
-    GC_RETURN_IF_ERROR(
-        writer.Append(name + "_bucket", labels, static_cast<double>(cumulative), now_ms));
+    std::array<model::LabelView, 5> labels{};
+    std::copy(base.begin(), base.end(), labels.begin());
+    labels[base.size()] = {"le", le};
+    GC_RETURN_IF_ERROR(writer.Append(
+        name + "_bucket", std::span<const model::LabelView>(labels.data(), base.size() + 1),
+        static_cast<double>(cumulative), now_ms));
   }
   GC_RETURN_IF_ERROR(writer.Append(name + "_count", base, static_cast<double>(h.count), now_ms));
   GC_RETURN_IF_ERROR(writer.Append(name + "_sum", base, h.sum, now_ms));
   return N + 3;
 }
 
+// A vLLM series as a scraper records it: the server's own labels plus the
+// target's job and instance (`<node>:8000`, the host as a static target
+// names it; the judge reads a node from an instance when the series has no
+// host label). Legacy vLLM has no engine label.
 Result<std::uint64_t> AppendVllm(const VllmState& s, std::int64_t now_ms,
                                  recording::RecordingWriter& writer) {
-  const model::LabelView base[2] = {{"model_name", s.model_name}, {"Hostname", s.hostname}};
+  const std::string instance = s.hostname + ":8000";
+  const bool current = s.version == VllmVersion::kCurrent;
+  const model::LabelView labels[] = {{"model_name", s.model_name},
+                                     {"engine", "0"},
+                                     {"job", "vllm"},
+                                     {"instance", instance},
+                                     {"finished_reason", "stop"}};
+  std::array<model::LabelView, 4> base_storage;
+  std::size_t n_base = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (i == 1 && !current) continue;
+    base_storage[n_base++] = labels[i];
+  }
+  const std::span<const model::LabelView> base(base_storage.data(), n_base);
+  const std::array<VllmFamilyInfo, 9>& families = VllmFamilies(s.version);
   const double values[] = {s.num_requests_running, s.num_requests_waiting, s.gpu_cache_usage_perc,
                            s.prompt_tokens_total, s.generation_tokens_total};
   for (std::size_t i = 0; i < std::size(values); ++i) {
-    GC_RETURN_IF_ERROR(writer.Append(kVllmFamilies[i].name, base, values[i], now_ms));
+    GC_RETURN_IF_ERROR(writer.Append(families[i].name, base, values[i], now_ms));
   }
-  const model::LabelView success[] = {base[0], base[1], {"finished_reason", "stop"}};
-  GC_RETURN_IF_ERROR(
-      writer.Append(kVllmFamilies[5].name, success, s.request_success_total, now_ms));
+  std::array<model::LabelView, 5> success{};
+  std::copy(base.begin(), base.end(), success.begin());
+  success[n_base] = labels[4];
+  GC_RETURN_IF_ERROR(writer.Append(families[5].name,
+                                   std::span<const model::LabelView>(success.data(), n_base + 1),
+                                   s.request_success_total, now_ms));
   std::uint64_t samples = std::size(values) + 1;
-  Result<std::uint64_t> n = AppendHistogram(kVllmFamilies[kTtftFamily].name,
+  Result<std::uint64_t> n = AppendHistogram(std::string(families[kTtftFamily].name),
                                             s.time_to_first_token_seconds, base, now_ms, writer);
   if (!n) return Error(n.error());
   samples += *n;
-  n = AppendHistogram(kVllmFamilies[kTpotFamily].name, s.time_per_output_token_seconds, base,
-                      now_ms, writer);
+  n = AppendHistogram(std::string(families[kTpotFamily].name), s.time_per_output_token_seconds,
+                      base, now_ms, writer);
   if (!n) return Error(n.error());
   samples += *n;
-  n = AppendHistogram(kVllmFamilies[kE2eFamily].name, s.e2e_request_latency_seconds, base, now_ms,
-                      writer);
+  n = AppendHistogram(std::string(families[kE2eFamily].name), s.e2e_request_latency_seconds, base,
+                      now_ms, writer);
   if (!n) return Error(n.error());
   return samples + *n;
 }
@@ -177,11 +201,21 @@ Result<OfflineStats> WriteScenarioRecording(
     if (std::find(distinct.begin(), distinct.end(), w) != distinct.end()) continue;
     distinct.push_back(w);
     GC_RETURN_IF_ERROR(DeclareDcgmFamilies(*w));
-    for (const VllmFamilyInfo& f : kVllmFamilies) {
-      GC_RETURN_IF_ERROR(w->DeclareFamily(f.name, VllmKind(f.type), f.help));
+    for (const VllmVersion version : engine.vllm_versions()) {
+      for (const VllmFamilyInfo& f : VllmFamilies(version)) {
+        GC_RETURN_IF_ERROR(w->DeclareFamily(f.name, VllmKind(f.type), f.help));
+      }
     }
   }
-  const std::vector<GpuLabels> labels = MakeGpuLabels(engine.fleet());
+  std::vector<GpuLabels> labels = MakeGpuLabels(engine.fleet());
+  for (std::size_t i = 0, k = 0; i < engine.node_count(); ++i) {
+    for (std::size_t g = 0; g < engine.fleet().nodes()[i].gpus.size(); ++g, ++k) {
+      if (!engine.lowercase_hostname(i)) continue;
+      for (model::LabelView& l : labels[k].labels) {
+        if (l.name == "Hostname") l.name = "hostname";  // dcgm-exporter 4.8.2 on
+      }
+    }
+  }
   const auto steps_per_scrape =
       static_cast<std::uint64_t>(std::llround(options.scrape_interval_s / Engine::kStepSeconds));
   const auto total_steps =

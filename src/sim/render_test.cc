@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -272,8 +274,9 @@ TEST(VllmRenderTest, ExpositionParsesAndHistogramsAreCumulative) {
 
   EXPECT_NE(out.find("# TYPE vllm:generation_tokens_total counter\n"), std::string::npos);
   EXPECT_NE(out.find("vllm:request_success_total{model_name=\"meta-llama/Llama-3.1-8B-Instruct\","
-                     "Hostname=\"gpu-node-1\",finished_reason=\"stop\"} 4.0\n"),
+                     "engine=\"0\",finished_reason=\"stop\"} 4.0\n"),
             std::string::npos);
+  EXPECT_EQ(out.find("gpu-node-1"), std::string::npos);  // vLLM has no host label
   EXPECT_NE(out.find("# TYPE vllm:e2e_request_latency_seconds histogram\n"), std::string::npos);
 
   std::vector<double> e2e_buckets;
@@ -296,24 +299,94 @@ TEST(VllmRenderTest, ExpositionParsesAndHistogramsAreCumulative) {
   ASSERT_EQ(e2e_buckets.size(), kE2eLatencyBuckets.size() + 1);
   for (std::size_t i = 1; i < e2e_buckets.size(); ++i)
     EXPECT_GE(e2e_buckets[i], e2e_buckets[i - 1]);
-  EXPECT_EQ(e2e_buckets[0], 1);                              // 0.2 <= 0.3
-  EXPECT_EQ(e2e_buckets[1], 2);                              // 0.5 <= 0.5 (le is inclusive)
-  EXPECT_EQ(e2e_buckets[kE2eLatencyBuckets.size() - 1], 3);  // 70 s only in +Inf
+  EXPECT_EQ(e2e_buckets[0], 1);   // 0.2 <= 0.3
+  EXPECT_EQ(e2e_buckets[1], 2);   // 0.5 <= 0.5 (le is inclusive)
+  EXPECT_EQ(e2e_buckets[14], 3);  // 70 s is over 60...
+  EXPECT_EQ(e2e_buckets[15], 4);  // ...and under 120
   EXPECT_EQ(inf_bucket, 4);
   EXPECT_EQ(e2e_count, 4);
   EXPECT_NE(out.find("vllm:time_to_first_token_seconds_bucket{model_name=\"meta-llama/"
-                     "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\",le=\"0.04\"} 3.0\n"),
+                     "Llama-3.1-8B-Instruct\",engine=\"0\",le=\"0.04\"} 3.0\n"),
             std::string::npos);
-  EXPECT_NE(out.find("# TYPE vllm:time_per_output_token_seconds histogram\n"), std::string::npos);
-  EXPECT_NE(out.find("vllm:time_per_output_token_seconds_bucket{model_name=\"meta-llama/"
-                     "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\",le=\"0.025\"} 40.0\n"),
+  EXPECT_NE(out.find("# TYPE vllm:inter_token_latency_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(out.find("vllm:inter_token_latency_seconds_bucket{model_name=\"meta-llama/"
+                     "Llama-3.1-8B-Instruct\",engine=\"0\",le=\"0.025\"} 40.0\n"),
             std::string::npos);
-  EXPECT_NE(out.find("vllm:time_per_output_token_seconds_bucket{model_name=\"meta-llama/"
-                     "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\",le=\"+Inf\"} 42.0\n"),
+  EXPECT_NE(out.find("vllm:inter_token_latency_seconds_bucket{model_name=\"meta-llama/"
+                     "Llama-3.1-8B-Instruct\",engine=\"0\",le=\"5.0\"} 42.0\n"),
             std::string::npos);
   EXPECT_NE(out.find("vllm:e2e_request_latency_seconds_sum{model_name=\"meta-llama/"
-                     "Llama-3.1-8B-Instruct\",Hostname=\"gpu-node-1\"} 71.6\n"),
+                     "Llama-3.1-8B-Instruct\",engine=\"0\"} 71.6\n"),
             std::string::npos);
+}
+
+// The shape of an exposition: per family its type, label names (without le)
+// and, for a histogram, its bucket bounds as written.
+struct FamilyShape {
+  model::MetricType type = model::MetricType::kUnknown;
+  std::set<std::string> labels;
+  std::vector<std::string> bounds;
+  friend bool operator==(const FamilyShape&, const FamilyShape&) = default;
+};
+
+std::map<std::string, FamilyShape> ReadShapes(std::string_view text, const std::string& name) {
+  std::map<std::string, FamilyShape> shapes;
+  std::set<std::string> first_series_done;
+  const expfmt::ReadReport report = expfmt::ReadBuffer(
+      text, expfmt::Format::kPrometheusText, name, {},
+      [&](const expfmt::SampleView& sample, std::string_view family, model::MetricType type) {
+        FamilyShape& f = shapes[std::string(family)];
+        f.type = type;
+        for (const model::LabelView& l : sample.labels) {
+          if (l.name == "le") {
+            if (sample.name.ends_with("_bucket") &&
+                !first_series_done.contains(std::string(family))) {
+              f.bounds.emplace_back(l.value);
+            }
+          } else if (l.name != "finished_reason") {
+            f.labels.emplace(l.name);
+          }
+        }
+        if (sample.name.ends_with("_count")) first_series_done.emplace(family);
+      });
+  EXPECT_TRUE(report.ok()) << name << ": " << (report.messages.empty() ? "" : report.messages[0]);
+  return shapes;
+}
+
+// What vLLM serves, from the committed expositions (src/vocab/testdata, their
+// sources in its README): every family there is in the simulator's output with
+// the same type, label names and bucket bounds; the simulator's two families
+// the files leave out are vLLM's own (loggers.py: prompt_tokens,
+// request_success). Neither has a host label.
+TEST(VllmRenderTest, FamiliesLabelsAndBucketsAreTheRealServers) {
+  for (const auto& [version, file] : {std::pair{VllmVersion::kCurrent, "vllm.prom"},
+                                      std::pair{VllmVersion::kLegacy, "vllm_legacy.prom"}}) {
+    SCOPED_TRACE(file);
+    VllmState s;
+    s.version = version;
+    s.model_name = "meta-llama/Llama-3.1-8B-Instruct";
+    s.hostname = "node-1";
+    s.e2e_request_latency_seconds.Observe(1.0);
+    std::string out;
+    RenderVllmExposition(s, out);
+    const std::map<std::string, FamilyShape> sim = ReadShapes(out, "sim");
+    const std::map<std::string, FamilyShape> real = ReadShapes(
+        ReadFileText(std::string(GPUCANARY_SOURCE_DIR) + "/src/vocab/testdata/" + file), file);
+    ASSERT_FALSE(real.empty());
+    for (const auto& [family, shape] : real) {
+      auto it = sim.find(family);
+      ASSERT_NE(it, sim.end()) << family << " is not in the simulator's output";
+      EXPECT_EQ(it->second.type, shape.type) << family;
+      EXPECT_EQ(it->second.bounds, shape.bounds) << family;
+      EXPECT_EQ(it->second.labels, shape.labels) << family;
+      EXPECT_FALSE(shape.labels.contains("Hostname"));
+    }
+    for (const auto& [family, shape] : sim) {
+      if (real.contains(family)) continue;
+      EXPECT_TRUE(family == "vllm:prompt_tokens_total" || family == "vllm:request_success_total")
+          << family;
+    }
+  }
 }
 
 }  // namespace

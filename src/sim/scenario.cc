@@ -46,7 +46,8 @@ constexpr std::string_view kEccParams[] = {"sbe_per_s", "dbe_per_s"};
 
 constexpr std::string_view kTopLevelKeys[] = {"seed",     "duration", "fleet",
                                               "releases", "traffic",  "events"};
-constexpr std::string_view kFleetKeys[] = {"nodes", "gpu", "driver", "gpus"};
+constexpr std::string_view kFleetKeys[] = {"nodes", "gpu",    "driver",
+                                           "gpus",  "server", "hostname_label"};
 constexpr std::string_view kTrafficKeys[] = {"rps", "diurnal", "bursts"};
 constexpr std::string_view kDiurnalKeys[] = {"amplitude", "period"};
 constexpr std::string_view kBurstKeys[] = {"rate"};
@@ -196,8 +197,37 @@ class ScenarioParser {
         if (!n) return n.error();
         group.gpus_per_node = static_cast<int>(*n);
       }
+      GC_RETURN_IF_ERROR(ReadServing(*f, field, &group));
       GC_RETURN_IF_ERROR(AddHosts(*f->Find("nodes"), Child(field, "nodes"), &group));
       s_->fleet.push_back(std::move(group));
+    }
+    return Status::Ok();
+  }
+
+  // `server:` and `hostname_label:` of one node group.
+  Status ReadServing(const Fields& f, const std::string& field, NodeGroup* group) {
+    if (const YAML::Node* server = f.Find("server")) {
+      Result<std::string> name = ReadString(r_, *server, Child(field, "server"));
+      if (!name) return name.error();
+      std::optional<VllmVersion> version = ParseVllmVersion(*name);
+      if (!version) {
+        return r_
+            .Fail(*server, Child(field, "server"),
+                  "unknown server '" + *name + "' (known: vllm, vllm_legacy)")
+            .value();
+      }
+      group->vllm_version = *version;
+    }
+    if (const YAML::Node* label = f.Find("hostname_label")) {
+      Result<std::string> name = ReadString(r_, *label, Child(field, "hostname_label"));
+      if (!name) return name.error();
+      if (*name != "Hostname" && *name != "hostname") {
+        return r_
+            .Fail(*label, Child(field, "hostname_label"),
+                  "expected Hostname or hostname, got '" + *name + "'")
+            .value();
+      }
+      group->lowercase_hostname = *name == "hostname";
     }
     return Status::Ok();
   }

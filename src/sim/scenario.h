@@ -39,6 +39,7 @@
 #include "core/status.h"
 #include "sim/gpu_model.h"
 #include "sim/gpu_profile.h"
+#include "sim/vllm_render.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::sim {
@@ -49,6 +50,12 @@ struct NodeGroup {
   const GpuProfile* profile = nullptr;  // never null after a successful parse; static storage
   std::string driver;                   // DCGM_FI_DRIVER_VERSION
   int gpus_per_node = 8;                // `gpus:`, 1..64
+  // `server:` vllm (current, the default) or vllm_legacy: the model server's
+  // metric names (vllm_render.h).
+  VllmVersion vllm_version = VllmVersion::kCurrent;
+  // `hostname_label:` Hostname (dcgm-exporter up to 4.8.1, the default) or
+  // hostname (4.8.2 on).
+  bool lowercase_hostname = false;
 };
 
 // One entry of `releases:`. Workload fields given in YAML (dynamic_power_w,

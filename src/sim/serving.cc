@@ -43,7 +43,8 @@ double SustainableRequestRate(const ServingProfile& p, double speed) {
   return std::min(prefill_limit, decode_limit);
 }
 
-ServingNode::ServingNode(const ServingProfile& profile, std::string hostname, std::uint64_t seed)
+ServingNode::ServingNode(const ServingProfile& profile, std::string hostname, std::uint64_t seed,
+                         VllmVersion version)
     : profile_(profile),
       rng_(seed),
       prompt_dist_(LognormalWithMean(profile.prompt_tokens_mean, profile.prompt_tokens_sigma)),
@@ -51,6 +52,7 @@ ServingNode::ServingNode(const ServingProfile& profile, std::string hostname, st
   GC_CHECK(profile.max_num_seqs > 0, "ServingProfile.max_num_seqs must be positive");
   GC_CHECK(profile.max_waiting > 0, "ServingProfile.max_waiting must be positive");
   profile_.prefill_overlap = std::clamp(profile.prefill_overlap, 0.0, 1.0);
+  state_.version = version;
   state_.model_name = profile.model_name;
   state_.hostname = std::move(hostname);
   next_arrival_credit_ = unit_exp_(rng_);

@@ -81,7 +81,9 @@ class ServingNode {
   // never divides by zero.
   static constexpr double kMinSpeed = 1e-3;
 
-  ServingNode(const ServingProfile& profile, std::string hostname, std::uint64_t seed);
+  // `version`: which vLLM's metric names state() is rendered with.
+  ServingNode(const ServingProfile& profile, std::string hostname, std::uint64_t seed,
+              VllmVersion version = VllmVersion::kCurrent);
 
   // Advances dt_s seconds of simulated time. Requests arrive as a Poisson
   // process of rate `arrival_rate_per_s` (<= 0 or NaN: none, e.g. cordoned).

@@ -10,29 +10,18 @@
 namespace gpucanary::sim {
 namespace {
 
-// vLLM's help texts (vllm/engine/metrics.py), from kVllmFamilies.
-constexpr std::string_view kHelpRunning = kVllmFamilies[0].help;
-constexpr std::string_view kHelpWaiting = kVllmFamilies[1].help;
-constexpr std::string_view kHelpCache = kVllmFamilies[2].help;
-constexpr std::string_view kHelpPrompt = kVllmFamilies[3].help;
-constexpr std::string_view kHelpGeneration = kVllmFamilies[4].help;
-constexpr std::string_view kHelpSuccess = kVllmFamilies[5].help;
-constexpr std::string_view kHelpTtft = kVllmFamilies[kTtftFamily].help;
-constexpr std::string_view kHelpTpot = kVllmFamilies[kTpotFamily].help;
-constexpr std::string_view kHelpE2e = kVllmFamilies[kE2eFamily].help;
-
 void AppendHeader(std::string_view name, std::string_view help, std::string_view type,
                   std::string& out) {
   recording::AppendFamilyHeader(out, name, type, help);
 }
 
-// `{model_name="...",Hostname="..."` without the closing brace.
+// `{model_name="...",engine="0"` (legacy: `{model_name="..."`) without the
+// closing brace: prometheus_client prints labels in labelnames order.
 void AppendLabelsOpen(const VllmState& s, std::string& out) {
   out += "{model_name=\"";
   out += s.model_name;
-  out += "\",Hostname=\"";
-  out += s.hostname;
   out += '"';
+  if (s.version == VllmVersion::kCurrent) out += ",engine=\"0\"";
 }
 
 void AppendSample(std::string_view name, std::string_view suffix, const VllmState& s, double value,
@@ -45,16 +34,17 @@ void AppendSample(std::string_view name, std::string_view suffix, const VllmStat
   out += '\n';
 }
 
-void AppendScalar(std::string_view name, std::string_view help, std::string_view type,
-                  const VllmState& s, double value, std::string& out) {
-  AppendHeader(name, help, type, out);
-  AppendSample(name, "", s, value, out);
+void AppendScalar(const VllmFamilyInfo& family, const VllmState& s, double value,
+                  std::string& out) {
+  AppendHeader(family.name, family.help, family.type, out);
+  AppendSample(family.name, "", s, value, out);
 }
 
 template <std::size_t N>
-void AppendHistogram(std::string_view name, std::string_view help, const VllmState& s,
-                     const VllmHistogram<N>& h, std::string& out) {
-  AppendHeader(name, help, "histogram", out);
+void AppendHistogram(const VllmFamilyInfo& family, const VllmState& s, const VllmHistogram<N>& h,
+                     std::string& out) {
+  const std::string_view name = family.name;
+  AppendHeader(name, family.help, "histogram", out);
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i <= N; ++i) {
     out += name;
@@ -156,29 +146,32 @@ void AppendPythonFloat(double v, std::string& out) {
   }
 }
 
+std::string_view VllmVersionName(VllmVersion version) {
+  return version == VllmVersion::kLegacy ? "vllm_legacy" : "vllm";
+}
+
+std::optional<VllmVersion> ParseVllmVersion(std::string_view name) {
+  if (name == "vllm") return VllmVersion::kCurrent;
+  if (name == "vllm_legacy") return VllmVersion::kLegacy;
+  return std::nullopt;
+}
+
 void RenderVllmExposition(const VllmState& state, std::string& out) {
-  AppendScalar("vllm:num_requests_running", kHelpRunning, "gauge", state,
-               state.num_requests_running, out);
-  AppendScalar("vllm:num_requests_waiting", kHelpWaiting, "gauge", state,
-               state.num_requests_waiting, out);
-  AppendScalar("vllm:gpu_cache_usage_perc", kHelpCache, "gauge", state, state.gpu_cache_usage_perc,
-               out);
-  AppendScalar("vllm:prompt_tokens_total", kHelpPrompt, "counter", state, state.prompt_tokens_total,
-               out);
-  AppendScalar("vllm:generation_tokens_total", kHelpGeneration, "counter", state,
-               state.generation_tokens_total, out);
-  AppendHeader("vllm:request_success_total", kHelpSuccess, "counter", out);
-  out += "vllm:request_success_total";
+  const std::array<VllmFamilyInfo, 9>& f = VllmFamilies(state.version);
+  AppendScalar(f[0], state, state.num_requests_running, out);
+  AppendScalar(f[1], state, state.num_requests_waiting, out);
+  AppendScalar(f[2], state, state.gpu_cache_usage_perc, out);
+  AppendScalar(f[3], state, state.prompt_tokens_total, out);
+  AppendScalar(f[4], state, state.generation_tokens_total, out);
+  AppendHeader(f[5].name, f[5].help, f[5].type, out);
+  out += f[5].name;
   AppendLabelsOpen(state, out);
   out += ",finished_reason=\"stop\"} ";
   AppendPythonFloat(state.request_success_total, out);
   out += '\n';
-  AppendHistogram("vllm:time_to_first_token_seconds", kHelpTtft, state,
-                  state.time_to_first_token_seconds, out);
-  AppendHistogram("vllm:time_per_output_token_seconds", kHelpTpot, state,
-                  state.time_per_output_token_seconds, out);
-  AppendHistogram("vllm:e2e_request_latency_seconds", kHelpE2e, state,
-                  state.e2e_request_latency_seconds, out);
+  AppendHistogram(f[kTtftFamily], state, state.time_to_first_token_seconds, out);
+  AppendHistogram(f[kTpotFamily], state, state.time_per_output_token_seconds, out);
+  AppendHistogram(f[kE2eFamily], state, state.e2e_request_latency_seconds, out);
 }
 
 }  // namespace gpucanary::sim

@@ -7,38 +7,74 @@
 // and `_sum`. Numbers are Python floats as prometheus_client prints them
 // (floatToGoString: "12.0", "0.3", "1.234567e+06", "+Inf").
 //
-// Labels: model_name and Hostname (in that order; vllm:request_success_total
-// adds finished_reason="stop"). prometheus_client's "_created" series are not
-// printed (as with PROMETHEUS_DISABLE_CREATED_SERIES=True).
+// Two versions, chosen per node group in a scenario (`server:`):
+// - VllmVersion::kCurrent (`vllm`, the default): vLLM >= 0.11 (v1 engine,
+//   vllm/v1/metrics/loggers.py PrometheusStatLogger): labels model_name and
+//   engine; vllm:inter_token_latency_seconds and vllm:kv_cache_usage_perc.
+// - VllmVersion::kLegacy (`vllm_legacy`): vLLM 0.4-0.10 names,
+//   vllm:time_per_output_token_seconds and vllm:gpu_cache_usage_perc, label
+//   model_name only.
+// Neither carries a host label: as with the real server, the host is only in
+// the scrape target (docs/scraping.md gives a target its node).
+// vllm:request_success_total adds finished_reason="stop". prometheus_client's
+// "_created" series are not printed (PROMETHEUS_DISABLE_CREATED_SERIES=True).
+// src/vocab/testdata/vllm.prom and vllm_legacy.prom are the references; the
+// render test compares families, types, label names and bucket bounds.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 namespace gpucanary::sim {
 
-// vLLM's default bucket bounds (vllm/engine/metrics.py).
-inline constexpr std::array<double, 15> kE2eLatencyBuckets = {
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0};
-inline constexpr std::array<double, 16> kTtftBuckets = {
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0};
-// vllm:time_per_output_token_seconds, the same vLLM version (0.6) as the two
-// above; later versions append 5.0 ... 80.0.
-inline constexpr std::array<double, 13> kTpotBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
-                                                        0.3,  0.4,   0.5,  0.75,  1.0, 2.5};
+enum class VllmVersion : std::uint8_t { kCurrent, kLegacy };
 
-// The families the simulator's vLLM exposes, in exposition order: the sample
-// name (counters with their "_total"), vLLM's help text, and the # TYPE.
+// "vllm", "vllm_legacy": the names a scenario's `server:` takes.
+std::string_view VllmVersionName(VllmVersion version);
+std::optional<VllmVersion> ParseVllmVersion(std::string_view name);
+
+// vLLM's bucket bounds (vllm/v1/metrics/loggers.py; the same in both versions
+// since 0.10: earlier releases had a prefix of each list).
+inline constexpr std::array<double, 21> kE2eLatencyBuckets = {
+    0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+    30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+inline constexpr std::array<double, 22> kTtftBuckets = {
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+    1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+// vllm:inter_token_latency_seconds (current), vllm:time_per_output_token_seconds
+// (legacy).
+inline constexpr std::array<double, 19> kTpotBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+                                                        0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
+                                                        7.5,  10.0,  20.0, 40.0,  80.0};
+
+// The families one vLLM version exposes, in exposition order: the sample
+// name (counters with their "_total"), vLLM's help text, and the # TYPE. A
+// name both versions use has one help text (a recording declares it once).
 struct VllmFamilyInfo {
   std::string_view name;
   std::string_view help;
   std::string_view type;
 };
 inline constexpr std::array<VllmFamilyInfo, 9> kVllmFamilies = {{
-    {"vllm:num_requests_running", "Number of requests currently running on GPU.", "gauge"},
+    {"vllm:num_requests_running", "Number of requests in model execution batches.", "gauge"},
+    {"vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge"},
+    {"vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "gauge"},
+    {"vllm:prompt_tokens_total", "Number of prefill tokens processed.", "counter"},
+    {"vllm:generation_tokens_total", "Number of generation tokens processed.", "counter"},
+    {"vllm:request_success_total", "Count of successfully processed requests.", "counter"},
+    {"vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+     "histogram"},
+    {"vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+     "histogram"},
+    {"vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
+     "histogram"},
+}};
+inline constexpr std::array<VllmFamilyInfo, 9> kLegacyVllmFamilies = {{
+    {"vllm:num_requests_running", "Number of requests in model execution batches.", "gauge"},
     {"vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge"},
     {"vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", "gauge"},
     {"vllm:prompt_tokens_total", "Number of prefill tokens processed.", "counter"},
@@ -51,7 +87,10 @@ inline constexpr std::array<VllmFamilyInfo, 9> kVllmFamilies = {{
     {"vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
      "histogram"},
 }};
-// Indices into kVllmFamilies of the three histograms.
+inline constexpr const std::array<VllmFamilyInfo, 9>& VllmFamilies(VllmVersion version) {
+  return version == VllmVersion::kLegacy ? kLegacyVllmFamilies : kVllmFamilies;
+}
+// Indices into the family tables of the three histograms.
 inline constexpr std::size_t kTtftFamily = 6;
 inline constexpr std::size_t kTpotFamily = 7;
 inline constexpr std::size_t kE2eFamily = 8;
@@ -84,8 +123,9 @@ struct VllmHistogram {
 
 // One vLLM server's metrics. Counters only grow; the simulator owns updates.
 struct VllmState {
+  VllmVersion version = VllmVersion::kCurrent;
   std::string model_name;  // label model_name, e.g. "meta-llama/Llama-3.1-8B-Instruct"
-  std::string hostname;    // label Hostname
+  std::string hostname;    // the node serving it: not a label of the server's own output
 
   double prompt_tokens_total = 0;
   double generation_tokens_total = 0;
@@ -98,11 +138,12 @@ struct VllmState {
   VllmHistogram<kE2eLatencyBuckets.size()> e2e_request_latency_seconds{&kE2eLatencyBuckets};
   VllmHistogram<kTtftBuckets.size()> time_to_first_token_seconds{&kTtftBuckets};
   // vLLM observes, every engine iteration, each decoding request's time since
-  // its previous token (the iteration's length, prefill chunks included).
+  // its previous token (the iteration's length, prefill chunks included):
+  // vllm:inter_token_latency_seconds, or time_per_output_token in legacy.
   VllmHistogram<kTpotBuckets.size()> time_per_output_token_seconds{&kTpotBuckets};
 };
 
-// Appends `state` as vLLM's /metrics text to `out`. Allocates nothing beyond
+// Appends `state` as its version of vLLM's /metrics text to `out`. Allocates nothing beyond
 // growing `out`. Thread-safe (no shared state).
 void RenderVllmExposition(const VllmState& state, std::string& out);
 

@@ -68,6 +68,21 @@ std::vector<MetricDef> MakeMetrics() {
   };
 }
 
+// The samples a source is read from: its own name, and for vLLM's per-token
+// latency also the name vLLM >= 0.11 gives it (inter_token_latency; the
+// series keeps the legacy name in correlate's output, docs/contracts.md §7).
+std::vector<std::string_view> SourceNames(std::string_view source) {
+  static constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+      {"vllm:time_per_output_token_seconds_sum", "vllm:inter_token_latency_seconds_sum"},
+      {"vllm:time_per_output_token_seconds_count", "vllm:inter_token_latency_seconds_count"},
+  };
+  std::vector<std::string_view> names = {source};
+  for (const auto& [legacy, current] : kRenamed) {
+    if (source == legacy) names.push_back(current);
+  }
+  return names;
+}
+
 struct Accumulator {
   std::vector<double> sum;
   std::vector<double> n;
@@ -160,11 +175,14 @@ void Builder::Refresh() {
   if (metrics.size() != metrics_seen_) {
     by_metric_.assign(metrics.size(), {});
     for (std::size_t d = 0; d < defs.size(); ++d) {
-      const int a = replay_.MetricId(defs[d].source);
-      if (a >= 0) by_metric_[static_cast<std::size_t>(a)].emplace_back(static_cast<int>(d), 0);
-      if (!defs[d].source2.empty()) {
-        const int b = replay_.MetricId(defs[d].source2);
-        if (b >= 0) by_metric_[static_cast<std::size_t>(b)].emplace_back(static_cast<int>(d), 1);
+      for (const int part : {0, 1}) {
+        const std::string_view source = part == 0 ? defs[d].source : defs[d].source2;
+        if (source.empty()) continue;
+        for (const std::string_view name : SourceNames(source)) {
+          const int a = replay_.MetricId(name);
+          if (a >= 0)
+            by_metric_[static_cast<std::size_t>(a)].emplace_back(static_cast<int>(d), part);
+        }
       }
     }
     metrics_seen_ = metrics.size();
@@ -470,7 +488,7 @@ std::vector<std::string> CorrelateInputNames() {
   std::set<std::string> names;
   const auto add = [&](std::string_view name) {
     if (name.empty()) return;
-    names.emplace(name);
+    for (const std::string_view n : SourceNames(name)) names.emplace(n);
     if (const dcgm::FieldInfo* f = dcgm::FindFieldByName(name)) {
       names.emplace(f->name);
       if (!f->dcgm46_name.empty()) names.emplace(f->dcgm46_name);
