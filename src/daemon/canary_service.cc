@@ -323,15 +323,21 @@ struct Window {
 };
 
 // Every sample (NaN ones left out) in [from_ms, to_ms] of the series whose
-// Hostname or hostname is one of `hosts`.
+// Hostname or hostname is one of `hosts`, or that have neither and whose
+// scrape instance names one of them (an inference server's, docs/canaries.md).
 Result<Window> SelectWindow(store::Store& store, const std::vector<std::string>& hosts,
                             std::int64_t from_ms, std::int64_t to_ms) {
   Window window;
+  std::vector<std::vector<model::Matcher>> selections;
   for (std::string_view label : {"Hostname", "hostname"}) {
     auto matcher = model::Matcher::Make(model::Matcher::Type::kRegex, std::string(label),
                                         model::ExactAlternation(hosts));
     if (!matcher) return Error(matcher.error());
-    auto got = store.Select({*matcher}, from_ms, to_ms);
+    selections.push_back({std::move(*matcher)});
+  }
+  if (!hosts.empty()) selections.push_back(model::InstanceHostMatchers(hosts));
+  for (const std::vector<model::Matcher>& matchers : selections) {
+    auto got = store.Select(matchers, from_ms, to_ms);
     if (!got) return Error(got.error());
     for (store::SeriesSamples& s : *got) {
       for (const store::Sample& x : s.samples) {

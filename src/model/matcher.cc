@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <tuple>
 #include <utility>
 
 #include "model/escaping.h"
@@ -215,6 +216,23 @@ std::string ExactAlternation(const std::vector<std::string>& values) {
     }
   }
   return regex;
+}
+
+std::string InstanceHostRegex(const std::vector<std::string>& hosts) {
+  return "(?:" + ExactAlternation(hosts) + ")(?::[0-9]+)?";
+}
+
+std::vector<Matcher> InstanceHostMatchers(const std::vector<std::string>& hosts) {
+  std::vector<Matcher> out;
+  for (auto [type, name, value] :
+       {std::tuple{Matcher::Type::kRegex, "instance", InstanceHostRegex(hosts)},
+        std::tuple{Matcher::Type::kEqual, "Hostname", std::string()},
+        std::tuple{Matcher::Type::kEqual, "hostname", std::string()}}) {
+    Result<Matcher> m = Matcher::Make(type, name, value);
+    GC_CHECK(m.has_value(), "quoted host names make a valid regex");
+    out.push_back(std::move(*m));
+  }
+  return out;
 }
 
 }  // namespace gpucanary::model

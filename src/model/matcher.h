@@ -55,4 +55,14 @@ Result<std::vector<Matcher>> ParseSelector(std::string_view text);
 // Prometheus. "" for no values.
 std::string ExactAlternation(const std::vector<std::string>& values);
 
+// `(?:h1|h2)(?::[0-9]+)?`: an `instance` label naming one of `hosts`, with or
+// without a port ("node-4", "node-4:8000").
+std::string InstanceHostRegex(const std::vector<std::string>& hosts);
+
+// The matchers of series that carry no host label (neither `Hostname` nor
+// `hostname`) and whose scrape `instance` names one of `hosts`: an inference
+// server's series as a scrape of a target named by its host stores them.
+// REQUIRES: `hosts` not empty.
+std::vector<Matcher> InstanceHostMatchers(const std::vector<std::string>& hosts);
+
 }  // namespace gpucanary::model

@@ -10,12 +10,13 @@
 //   while (*(*replay)->Next(tick)) judge.Add(tick, Catalog::Of(**replay));
 //
 // An arm's series are those whose host label (dcgm-exporter's `Hostname`, or
-// `hostname` from 4.8.2 on) is one of its hosts and whose name the judge
-// reads (a DCGM field under either of its names), plus every series each of
-// its selectors matches (a PromQL instant-vector selector: service series
-// selected by pod or job). The raw samples of [from_s, to_s) are fetched
-// with promql::QueryRaw, as stored (no lookback fill, no step); the replay
-// files them by second exactly as it files a recording's.
+// `hostname` from 4.8.2 on) is one of its hosts, or, for a series with no
+// host label (vLLM's), whose scrape `instance` is one of its hosts with or
+// without a port, and whose name the judge reads (a DCGM field under either
+// of its names), plus every series each of its selectors matches (a PromQL instant-vector selector:
+// service series selected by pod or job). The raw samples of [from_s, to_s) are fetched with
+// promql::QueryRaw, as stored (no lookback fill, no step); the replay files them by second exactly
+// as it files a recording's.
 //
 // Errors name the arm and the query: the server's refusal of a selector,
 // a series selected by both arms, a range over 24 h or not positive.
