@@ -26,6 +26,7 @@ import {
   isoTime,
   setText,
   timeAxes,
+  vocabulary,
 } from './common.js';
 
 const BEFORE_S = 120; // telemetry shown before the release started
@@ -48,8 +49,8 @@ const CORE_CHARTS = [
   { name: 'DCGM_FI_DEV_POWER_USAGE', kind: 'gauge' },
   { name: 'DCGM_FI_DEV_GPU_TEMP', kind: 'gauge' },
   { name: 'DCGM_FI_PROF_DRAM_ACTIVE', kind: 'gauge' },
-  { name: 'vllm:generation_tokens_total', kind: 'rate' },
-  { name: 'vllm:time_per_output_token_seconds', kind: 'mean' },
+  { name: 'generated_tokens', kind: 'rate' },
+  { name: 'per_token_latency', kind: 'mean' },
 ];
 // Titles, units and scales of the metrics we know; others show their name.
 const KNOWN = {
@@ -66,7 +67,18 @@ const KNOWN = {
   'vllm:time_per_output_token_seconds': { title: 'Time per output token', unit: 'ms', scale: 1e3 },
   'vllm:time_to_first_token_seconds': { title: 'Time to first token', unit: 'ms', scale: 1e3 },
   'vllm:e2e_request_latency_seconds': { title: 'End-to-end request latency', unit: 's' },
+  // The service measures (docs/vocabulary.md): each server's series, in the
+  // measure's unit once scaled by the vocabulary's factor.
+  generated_tokens: { title: 'Generated tokens', unit: 'tokens/s per node' },
+  per_token_latency: { title: 'Per-token latency', unit: 'ms', scale: 1e3 },
+  time_to_first_token: { title: 'Time to first token', unit: 'ms', scale: 1e3 },
+  e2e_latency: { title: 'End-to-end request latency', unit: 's' },
+  queue_depth: { title: 'Queue depth', unit: 'requests' },
+  kv_cache_usage: { title: 'KV-cache usage', unit: '%', scale: 100 },
 };
+// Which of a server's ways to expose a measure (the vocabulary's types) a
+// chart of each kind can read.
+const SOURCE_TYPES = { mean: 'histogram', p99: 'histogram', rate: 'counter', gauge: 'gauge' };
 // What each kind of chart shows, per side (docs/analysis-method.md's kinds).
 const KIND_WORDS = {
   gauge: 'mean over the GPUs',
@@ -290,24 +302,40 @@ function renderDetail(d, release) {
 
 // --- telemetry ------------------------------------------------------------------
 
-// The series names a chart reads.
+// The series names one source of a chart reads.
+function sourceNames(kind, name) {
+  if (kind === 'mean') return [`${name}_sum`, `${name}_count`];
+  if (kind === 'p99') return [`${name}_bucket`];
+  return [name];
+}
+
+// The series names a chart reads: every server's, for a measure.
 function inputNames(spec) {
-  if (spec.kind === 'mean') return [`${spec.name}_sum`, `${spec.name}_count`];
-  if (spec.kind === 'p99') return [`${spec.name}_bucket`];
-  return [spec.name];
+  return spec.sources.flatMap((src) => sourceNames(spec.kind, src.name));
 }
 
 // The charts of a canary: the core set, then the policy's metrics (the
-// judge's table) not already among them.
-function chartSpecs(report) {
-  const specs = [...CORE_CHARTS];
+// judge's table) not already among them. A service measure reads the series
+// of every server the vocabulary knows for it (`service_metrics` of
+// GET api/v1/vocabulary; rows with a label selector are left out); any other
+// name is its own series.
+function chartSpecs(report, serviceMetrics) {
+  const wanted = [...CORE_CHARTS];
   for (const m of report.metrics) {
     if (!KIND_WORDS[m.kind]) continue;
-    if (!specs.some((s) => s.name === m.name && s.kind === m.kind)) {
-      specs.push({ name: m.name, kind: m.kind });
+    if (!wanted.some((s) => s.name === m.name && s.kind === m.kind)) {
+      wanted.push({ name: m.name, kind: m.kind });
     }
   }
-  return specs;
+  return wanted.map(({ name, kind }) => {
+    const rows = serviceMetrics.filter(
+      (r) => r.measure === name && r.type === SOURCE_TYPES[kind] && r.selector == null,
+    );
+    const sources = rows.length
+      ? [...new Map(rows.map((r) => [r.metric, { name: r.metric, scale: r.scale }])).values()]
+      : [{ name, scale: 1 }];
+    return { name, kind, sources };
+  });
 }
 
 const regexQuote = (s) => s.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&');
@@ -495,16 +523,27 @@ function sideP99(series, from, n) {
 }
 
 // [canary, baseline] values of one chart on the grid from `from`.
+// A measure's servers each chart their own series: the first source that has
+// any (a fleet mid-upgrade shows the one most of it serves first in the table).
+function chartSource(spec, byName) {
+  return (
+    spec.sources.find((src) =>
+      sourceNames(spec.kind, src.name).some((name) => (byName.get(name) ?? []).length),
+    ) ?? spec.sources[0]
+  );
+}
+
 function chartValues(spec, byName, from, n) {
-  const scale = KNOWN[spec.name]?.scale ?? 1;
+  const source = chartSource(spec, byName);
+  const scale = (KNOWN[spec.name]?.scale ?? 1) * source.scale;
   const dcgm = spec.name.startsWith('DCGM_');
   return ['canary', 'baseline'].map((side) => {
-    const series = inputNames(spec).flatMap((name) =>
+    const series = sourceNames(spec.kind, source.name).flatMap((name) =>
       (byName.get(name) ?? []).filter((s) => s.side === side),
     );
     let values;
     if (spec.kind === 'gauge') values = sideMean(series, from, n, 'gauge', dcgm);
-    else if (spec.kind === 'mean') values = sideHistogramMean(series, spec.name, from, n);
+    else if (spec.kind === 'mean') values = sideHistogramMean(series, source.name, from, n);
     else if (spec.kind === 'p99') values = sideP99(series, from, n);
     else values = sideMean(series, from, n, 'rate', dcgm);
     return values.map((v) => (v == null ? null : v * scale));
@@ -692,7 +731,8 @@ async function update(list) {
     const end = finished
       ? Math.min(Math.floor(now), Math.ceil(d.ended_at) + AFTER_END_S)
       : Math.floor(now);
-    const specs = chartSpecs(d.report);
+    const specs = chartSpecs(d.report, (await vocabulary()).service_metrics ?? []);
+    if (view.id !== id) return;
     try {
       const names = [...new Set([...specs.flatMap(inputNames), ...REASON_METRICS])].sort();
       const cache = await readTelemetry(d, names, end);

@@ -48,8 +48,9 @@ export async function getJson(path, { optional = false } = {}) {
 }
 
 // The daemon's vocabulary (`GET api/v1/vocabulary`, docs/http-api.md): per
-// list (`cause_kinds`, `scopes`, `verdicts`, `canary_states`) an object from
-// each word's name to its description, the words the page shows for them.
+// list (`cause_kinds`, `scopes`, `verdicts`, `canary_states`,
+// `service_measures`) an object from each word's name to its description,
+// the words the page shows for them; `service_metrics` as the daemon sends it.
 // Asked once, when the page starts (app.js); every caller shares the answer.
 // A failed request gives empty lists: the views then show the bare names.
 let vocabularyAnswer = null;
@@ -57,12 +58,22 @@ export function vocabulary() {
   vocabularyAnswer ??= getJson('api/v1/vocabulary').then(
     (data) =>
       Object.fromEntries(
-        Object.entries(data).map(([list, words]) => [
-          list,
-          Object.fromEntries(words.map((w) => [w.name, w.description])),
-        ]),
+        Object.entries(data).map(([list, words]) =>
+          // service_metrics stays a list of rows (server, measure, metric,
+          // type, scale, selector): the canary charts read a measure by it.
+          list === 'service_metrics'
+            ? [list, words]
+            : [list, Object.fromEntries(words.map((w) => [w.name, w.description]))],
+        ),
       ),
-    () => ({ cause_kinds: {}, scopes: {}, verdicts: {}, canary_states: {} }),
+    () => ({
+      cause_kinds: {},
+      scopes: {},
+      verdicts: {},
+      canary_states: {},
+      service_measures: {},
+      service_metrics: [],
+    }),
   );
   return vocabularyAnswer;
 }

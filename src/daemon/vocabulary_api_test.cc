@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "vocab/service_measures.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::daemon {
@@ -48,11 +49,35 @@ TEST(VocabularyApiTest, ServesEveryWordOnceWithItsDescription) {
   const Json body = Json::parse(response.body);
   EXPECT_EQ(body["status"], "success");
   const Json& data = body["data"];
-  EXPECT_EQ(data.size(), 4u);
+  EXPECT_EQ(data.size(), 6u);
   ExpectList<vocab::CauseKind>(data["cause_kinds"]);
   ExpectList<vocab::Scope>(data["scopes"]);
   ExpectList<vocab::Verdict>(data["verdicts"]);
   ExpectList<vocab::CanaryState>(data["canary_states"]);
+  ExpectList<vocab::ServiceMeasure>(data["service_measures"]);
+}
+
+// Every row of the measure table, as the dashboard charts a measure by.
+TEST(VocabularyApiTest, ServesHowEachServerExposesEachMeasure) {
+  const Json rows = Json::parse(VocabularyJson())["service_metrics"];
+  ASSERT_EQ(rows.size(), vocab::ServiceMetrics().size());
+  bool current = false;
+  bool triton_selector = false;
+  for (const Json& r : rows) {
+    if (r["server"] == "vllm" && r["measure"] == "per_token_latency") {
+      current = true;
+      EXPECT_EQ(r["metric"], "vllm:inter_token_latency_seconds");
+      EXPECT_EQ(r["type"], "histogram");
+      EXPECT_EQ(r["scale"], 1);
+      EXPECT_TRUE(r["selector"].is_null());
+    }
+    if (r["server"] == "triton_trtllm" && !r["selector"].is_null()) {
+      triton_selector = true;
+      EXPECT_EQ(r["selector"].size(), 1u) << r.dump();
+    }
+  }
+  EXPECT_TRUE(current);
+  EXPECT_TRUE(triton_selector);
 }
 
 TEST(VocabularyApiTest, TheDashboardsScopeWordsAreServed) {

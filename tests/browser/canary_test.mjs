@@ -68,7 +68,7 @@ const RELEASE = {
 // on both sides in this scenario.
 const CHARTS = [
   'DCGM_FI_DEV_SM_CLOCK', 'DCGM_FI_DEV_POWER_USAGE', 'DCGM_FI_PROF_DRAM_ACTIVE',
-  'vllm:generation_tokens_total', 'vllm:time_per_output_token_seconds',
+  'generated_tokens', 'per_token_latency',
 ];
 
 // The page's view of the selected canary.
