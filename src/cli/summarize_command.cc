@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -36,7 +37,7 @@ struct SummarizeArgs {
 };
 
 // At most a day of raw samples is read from a server.
-constexpr std::int64_t kMaxRangeS = 24 * 3600;
+constexpr std::int64_t kMaxRangeS = std::int64_t{24} * 3600;
 
 // Columns: header, metric, decimals. Missing telemetry prints "-" (no
 // data), never 0.

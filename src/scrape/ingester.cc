@@ -44,7 +44,7 @@ expfmt::Format FormatForContentType(std::string_view content_type) {
 }
 
 Ingester::Ingester(store::Appendable& store, model::Labels target_labels, IngestOptions options)
-    : store_(store), target_labels_(std::move(target_labels)), options_(options) {}
+    : store_(store), target_labels_(std::move(target_labels)), options_(std::move(options)) {}
 
 Ingester::~Ingester() {
   if (appender_ != nullptr) appender_->Rollback();

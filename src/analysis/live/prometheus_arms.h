@@ -40,7 +40,7 @@ struct PrometheusArm {
 
 // At most this much time is fetched: a canary with its history is minutes
 // to hours; a day of 1 s samples is already millions per GPU.
-inline constexpr std::int64_t kMaxPrometheusRangeS = 24 * 3600;
+inline constexpr std::int64_t kMaxPrometheusRangeS = std::int64_t{24} * 3600;
 
 // REQUIRES: every arm has a host or a selector.
 Result<std::unique_ptr<Replay>> FetchPrometheusArms(const PrometheusHistory::Server& server,

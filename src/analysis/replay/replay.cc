@@ -509,7 +509,7 @@ int Replay::NodeId(std::string_view host) const {
   return it == impl_->node_ids_.end() ? -1 : it->second;
 }
 
-Status ReplayRecordings(std::vector<ReplayInput> inputs, const ReplayOptions& options,
+Status ReplayRecordings(const std::vector<ReplayInput>& inputs, const ReplayOptions& options,
                         const std::function<Status(Replay&)>& consume) {
   ReplayOptions opts = options;
   for (;;) {

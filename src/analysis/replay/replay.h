@@ -252,7 +252,7 @@ class Replay {
 //   });
 //
 // Errors: Open's, the replay's (bad input: "FILE:LINE:COL: ..."), consume's.
-Status ReplayRecordings(std::vector<ReplayInput> inputs, const ReplayOptions& options,
+Status ReplayRecordings(const std::vector<ReplayInput>& inputs, const ReplayOptions& options,
                         const std::function<Status(Replay&)>& consume);
 
 }  // namespace gpucanary::analysis

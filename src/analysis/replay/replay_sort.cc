@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -17,8 +18,10 @@ constexpr std::size_t kReadRecords = (64u << 10) / sizeof(SortRecord);
 
 std::string TempDir(const std::string& dir) {
   if (!dir.empty()) return dir;
-  const char* env = std::getenv("TMPDIR");
-  return env != nullptr && *env != '\0' ? env : "/tmp";
+  // $TMPDIR, else /tmp (the standard library reads the environment).
+  std::error_code error;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(error);
+  return error ? std::string("/tmp") : tmp.string();
 }
 
 // An unlinked read-write file in `dir`: O_TMPFILE where the file system has
