@@ -123,6 +123,12 @@ Result<CaseOutcome> EvaluateCase(const suite::SuiteCase& c, const EvaluateOption
     Result<bool> more = (*replay)->Next(tick);
     if (!more) return Error(more.error());
     if (!*more) break;
+    if (options.without_service) {  // DCGM has no histograms: every one is a server's
+      tick.node_points.clear();
+      tick.histograms.clear();
+      tick.buckets.clear();
+      tick.nodes.clear();
+    }
     judge.Add(tick, Catalog::Of(**replay));
     if (standalone->state() == kayenta::RunState::kRunning) {
       standalone->AdvanceTo(tick.time_s);

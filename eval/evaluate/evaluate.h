@@ -49,6 +49,10 @@ struct EvaluateOptions {
   analysis::Policy policy = analysis::DefaultPolicy();
   std::string work_dir;            // recordings are written under it, one folder per case
   double kayenta_interval_s = 60;  // Argo Rollouts' usual analysis interval
+  // Judge the GPU telemetry alone: every node (service) series is dropped
+  // from the ticks, as on a fleet whose inference servers are not scraped
+  // (docs/analysis-method.md, "Without service metrics").
+  bool without_service = false;
 };
 
 Result<CaseOutcome> EvaluateCase(const suite::SuiteCase& c, const EvaluateOptions& options);

@@ -6,6 +6,8 @@
 //   build/release/eval/evaluate/judge_suite --policy=P.yaml   # another policy
 //   build/release/eval/evaluate/judge_suite --aa=1000  # A/A false-fail rate:
 //       the suite's A/A scenarios again and again with new seeds
+//   build/release/eval/evaluate/judge_suite --without-service  # GPU telemetry
+//       alone: every service series dropped, as on a DCGM-only fleet
 
 #include <cstdint>
 #include <cstdio>
@@ -25,9 +27,12 @@ int main(int argc, char** argv) {
   std::string filter;
   std::string policy_path;
   std::int64_t aa_runs = 0;
+  bool without_service = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--policy=", 0) == 0) {
+    if (arg == "--without-service") {
+      without_service = true;
+    } else if (arg.rfind("--policy=", 0) == 0) {
       policy_path = arg.substr(9);
     } else if (arg.rfind("--aa=", 0) == 0) {
       aa_runs = std::strtoll(arg.c_str() + 5, nullptr, 10);
@@ -49,6 +54,7 @@ int main(int argc, char** argv) {
     }
     options.policy = std::move(*policy);
   }
+  options.without_service = without_service;
   options.work_dir = std::filesystem::temp_directory_path().string() + "/gpucanary-judge-suite";
   std::vector<evaluate::CaseOutcome> outcomes;
   if (aa_runs > 0) {

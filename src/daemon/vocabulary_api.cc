@@ -91,6 +91,8 @@ std::string VocabularyJson() {
   out += ',';
   AppendWords<vocab::ServiceMeasure>(out, "service_measures");
   out += ',';
+  AppendWords<vocab::GpuMeasure>(out, "gpu_measures");
+  out += ',';
   AppendServiceMetrics(out);
   out += '}';
   return out;

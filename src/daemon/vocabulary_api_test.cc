@@ -55,6 +55,7 @@ TEST(VocabularyApiTest, ServesEveryWordOnceWithItsDescription) {
   ExpectList<vocab::Verdict>(data["verdicts"]);
   ExpectList<vocab::CanaryState>(data["canary_states"]);
   ExpectList<vocab::ServiceMeasure>(data["service_measures"]);
+  ExpectList<vocab::GpuMeasure>(data["gpu_measures"]);
 }
 
 // Every row of the measure table, as the dashboard charts a measure by.

@@ -259,5 +259,6 @@ std::optional<Server> DetectServer(const std::vector<std::string>& names) {
 
 std::ostream& operator<<(std::ostream& out, ServiceMeasure value) { return out << Name(value); }
 std::ostream& operator<<(std::ostream& out, Server value) { return out << Name(value); }
+std::ostream& operator<<(std::ostream& out, GpuMeasure value) { return out << Name(value); }
 
 }  // namespace gpucanary::vocab

@@ -75,6 +75,26 @@ constexpr std::span<const Word<Server>> Words<Server>() {
 static_assert(internal::InEnumOrder<ServiceMeasure>());
 static_assert(internal::InEnumOrder<Server>());
 
+// GPU measures: derived from DCGM fields alone, for a canary whose servers
+// expose no service metrics (a training job, batch inference, a server that
+// is not scraped). A policy names one as it names a service measure
+// (`{measure: work_per_joule, ...}`); it is compared as a gauge.
+enum class GpuMeasure : std::uint8_t {
+  kWorkPerJoule,
+};
+
+inline constexpr std::array<Word<GpuMeasure>, 1> kGpuMeasures = {{
+    {GpuMeasure::kWorkPerJoule, "work_per_joule",
+     "tensor-pipe cycles per joule: DCGM_FI_PROF_PIPE_TENSOR_ACTIVE x DCGM_FI_DEV_SM_CLOCK / "
+     "DCGM_FI_DEV_POWER_USAGE, summed over an arm's GPUs (MHz per watt)"},
+}};
+
+template <>
+constexpr std::span<const Word<GpuMeasure>> Words<GpuMeasure>() {
+  return kGpuMeasures;
+}
+static_assert(internal::InEnumOrder<GpuMeasure>());
+
 // How a server exposes a measure.
 enum class SourceType : std::uint8_t {
   kHistogram,     // `metric` is a histogram family: _bucket, _sum, _count
@@ -124,5 +144,6 @@ std::optional<Server> DetectServer(const std::vector<std::string>& names);
 
 std::ostream& operator<<(std::ostream& out, ServiceMeasure value);
 std::ostream& operator<<(std::ostream& out, Server value);
+std::ostream& operator<<(std::ostream& out, GpuMeasure value);
 
 }  // namespace gpucanary::vocab

@@ -124,7 +124,9 @@ void Fleet::Read(const Tick& tick) {
   }
   for (const Point& p : tick.node_points) {
     node_has_data_[static_cast<std::size_t>(p.entity)] = true;
-    for (const NodeTarget& target : metric_node_slot_[static_cast<std::size_t>(p.metric)]) {
+    const std::vector<NodeTarget>& targets = metric_node_slot_[static_cast<std::size_t>(p.metric)];
+    service_seen_ |= !targets.empty();
+    for (const NodeTarget& target : targets) {
       const std::size_t at =
           static_cast<std::size_t>(p.entity) * node_slots_ + static_cast<std::size_t>(target.slot);
       nv_[at] = p.value * target.scale;

@@ -89,6 +89,9 @@ class Fleet {
   // named `key`, added if new. A sample may feed several slots.
   int NodeSlotFor(const std::string& key, std::vector<SlotSource> sources);
   int tokens_slot() const { return tokens_slot_; }
+  // Whether any node has shown a service sample (one that fills a node slot:
+  // every server's generated tokens among them) in any tick so far.
+  bool service_seen() const { return service_seen_; }
 
   // Takes the catalog's new metrics, nodes and GPUs and clears this tick's
   // values. The catalog's vectors must outlive the judge (they are the
@@ -194,6 +197,7 @@ class Fleet {
   std::size_t slots_ = kFixedGpuSlots;
   std::size_t node_slots_ = 1;
   int tokens_slot_ = 0;
+  bool service_seen_ = false;
   std::vector<int> metric_gpu_slot_;                       // catalog metric -> GPU slot (-1)
   std::vector<std::vector<NodeTarget>> metric_node_slot_;  // catalog metric -> node slots
   std::size_t metrics_synced_ = 0;

@@ -85,6 +85,7 @@ enum class MeasureKind : std::uint8_t {
   kNodeMean,   // a node histogram's mean: increase of _sum / increase of _count
   kNodeTail,   // a node histogram's 99th percentile per block (from its buckets)
   kDramEff,    // tokens (else tensor activity) per unit of DRAM activity
+  kGpuWork,    // work per joule: tensor activity x SM clock / power, per GPU
 };
 
 inline bool IsNodeLevel(MeasureKind k) {
@@ -102,6 +103,12 @@ struct Measure {
   int policy_index = -1;  // index into Policy::metrics; -1: a diagnostic or a rule
   bool decides = false;   // its decision counts (policy metrics, the DRAM efficiency rule)
   bool critical = false;  // must pass for the verdict to be pass
+  // A `without_service` entry (or the metric one repeats): must pass instead
+  // of the critical ones when no service metric was seen.
+  bool without_service = false;
+  // Only in `without_service`: decides only while no service metric was seen.
+  bool only_without_service = false;
+  int without_service_index = -1;  // index into Policy::without_service, if only there
   MetricPolicy::Better better = MetricPolicy::Better::kHigher;
   double margin = 0;
   double alpha_whole = 0;  // error rate of the whole-canary comparison

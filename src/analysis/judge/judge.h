@@ -108,6 +108,10 @@ struct Report {
   std::optional<double> first_tick, last_tick;
   int canary_gpus = 0;
   int baseline_gpus = 0;
+  // Whether either arm exposed a service metric (an inference server's).
+  // False: judged from GPU telemetry alone (the policy's without_service
+  // measures), and a note says so.
+  bool service_metrics = true;
   std::vector<std::string> notes;  // what could not be compared and why
 };
 

@@ -102,6 +102,11 @@ Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_me
     ReadServiceMeasure(mp, m, fleet);
     return m;
   }
+  if (mp.gpu_measure) {  // work_per_joule, from the fixed GPU slots
+    m.kind = MeasureKind::kGpuWork;
+    m.gpu_slot = kTensor;
+    return m;
+  }
   const bool node_level = IsServiceMetric(mp.name);
   const auto read_sample = [&] {
     if (node_level) {
@@ -137,6 +142,22 @@ Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_me
       break;
   }
   return m;
+}
+
+// Whether a policy entry reads a service's samples (node level): a service
+// measure, a service metric's name, or a histogram's mean or tail.
+bool ReadsService(const MetricPolicy& mp) {
+  if (mp.gpu_measure) return false;
+  return mp.measure || IsServiceMetric(mp.name) || mp.kind == MetricPolicy::Kind::kMean ||
+         mp.kind == MetricPolicy::Kind::kP99;
+}
+
+// The `metrics` entry a `without_service` entry repeats (its index), if any.
+std::optional<std::size_t> RepeatedMetric(const Policy& policy, const MetricPolicy& ws) {
+  for (std::size_t i = 0; i < policy.metrics.size(); ++i) {
+    if (policy.metrics[i].name == ws.name && policy.metrics[i].kind == ws.kind) return i;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -178,11 +199,33 @@ void Measures::Build(Fleet& fleet) {
   // Error budget: alpha split evenly over the deciding comparisons (policy
   // metrics + the DRAM efficiency rule); each gets half for the whole canary
   // and half for its per-unit comparisons (split again over the units).
-  const int deciding =
-      static_cast<int>(policy_.metrics.size()) + (policy_.rules.dram_efficiency ? 1 : 0);
+  // A canary decides either with service metrics (the policy's metrics) or
+  // without (its GPU metrics and the without_service ones); the split is
+  // over the larger of the two sets, so the bound holds for either.
+  const int dram = policy_.rules.dram_efficiency ? 1 : 0;
+  const int with_service = static_cast<int>(policy_.metrics.size()) + dram;
+  int without_service = dram;
+  for (const MetricPolicy& mp : policy_.metrics) without_service += ReadsService(mp) ? 0 : 1;
+  for (const MetricPolicy& ws : policy_.without_service) {
+    without_service += RepeatedMetric(policy_, ws) ? 0 : 1;
+  }
+  const int deciding = std::max(with_service, without_service);
   const double alpha_metric = policy_.alpha / std::max(1, deciding);
   for (std::size_t i = 0; i < policy_.metrics.size(); ++i) {
     measures_.push_back(PolicyMeasure(policy_.metrics[i], i, alpha_metric, fleet));
+  }
+  for (std::size_t i = 0; i < policy_.without_service.size(); ++i) {
+    const MetricPolicy& ws = policy_.without_service[i];
+    if (const std::optional<std::size_t> repeated = RepeatedMetric(policy_, ws)) {
+      measures_[*repeated].without_service = true;
+      continue;
+    }
+    Measure m = PolicyMeasure(ws, i, alpha_metric, fleet);
+    m.policy_index = -1;
+    m.without_service = true;
+    m.only_without_service = true;
+    m.without_service_index = static_cast<int>(i);
+    measures_.push_back(std::move(m));
   }
   if (policy_.rules.dram_efficiency) {
     Measure m;
@@ -330,22 +373,34 @@ Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
   // Local sums (not the caller's): they stay in registers across the loop.
   RatioPool judged, history, baseline;
   const bool rate = ms.kind == MeasureKind::kGpuRate;
+  const bool work = ms.kind == MeasureKind::kGpuWork;
   const std::vector<GpuState>& gpus = fleet_.gpus();
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const GpuState& s = gpus[g];
     if (fleet_.group_canary(s.group) == 0) continue;
     const int gi = static_cast<int>(g);
-    const std::optional<double> v =
-        rate ? fleet_.GpuIncrease(gi, ms.gpu_slot) : fleet_.GpuValue(gi, ms.gpu_slot);
+    // A value over a weight: the field's value over 1, or the GPU's
+    // tensor-pipe cycles over its watts.
+    std::optional<NodeRatio> r;
+    if (work) {
+      r = WorkPerJouleOf(gi);
+    } else if (const std::optional<double> v =
+                   rate ? fleet_.GpuIncrease(gi, ms.gpu_slot) : fleet_.GpuValue(gi, ms.gpu_slot)) {
+      r = NodeRatio{*v, 1};
+    }
     if (s.role == Role::kBaseline) {
-      if (!s.excluded && v) baseline.Add(*v, 1);
+      if (!s.excluded && r) baseline.Add(r->num, r->den);
       continue;
     }
     const Phase ph = fleet_.PhaseOf(s.node, t);
-    if (ms.decides) scratch_units_.push_back({gi + 1, s.excluded ? std::nullopt : v, ph});
-    if (s.excluded || !v) continue;
-    if (ph == Phase::kJudged) judged.Add(*v, 1);
-    if (ph == Phase::kHistory) history.Add(*v, 1);
+    if (ms.decides) {
+      std::optional<double> v;
+      if (r && !s.excluded) v = r->num / r->den;
+      scratch_units_.push_back({gi + 1, v, ph});
+    }
+    if (s.excluded || !r) continue;
+    if (ph == Phase::kJudged) judged.Add(r->num, r->den);
+    if (ph == Phase::kHistory) history.Add(r->num, r->den);
   }
   return TickPools{judged, history, baseline};
 }
@@ -415,6 +470,16 @@ std::optional<Measures::NodeRatio> Measures::DramEfficiencyOf(int node) const {
   return NodeRatio{tok ? *tok : tensor, dram};
 }
 
+// A GPU's work per joule this tick: tensor-pipe activity x SM clock (MHz)
+// over power (W); no data without all three or without power.
+std::optional<Measures::NodeRatio> Measures::WorkPerJouleOf(int gpu) const {
+  const std::optional<double> tensor = fleet_.GpuValue(gpu, kTensor);
+  const std::optional<double> clock = fleet_.GpuValue(gpu, kClock);
+  const std::optional<double> power = fleet_.GpuValue(gpu, kPower);
+  if (!tensor || !clock || !power || !(*power > 0)) return std::nullopt;
+  return NodeRatio{*tensor * *clock, *power};
+}
+
 // Before the release a unit's value goes to its history blocks; from the
 // block origin on, to its judged blocks.
 void Measures::FeedBlocks(std::size_t m, int unit, std::int64_t t, std::optional<double> judged,
@@ -465,7 +530,11 @@ void Measures::OnComparisonBlock(std::size_t m, int unit, const stats::Block& bl
   cmp.decision = d;
   const std::int64_t end = block.start_tick + static_cast<std::int64_t>(policy_.block_s) - 1;
   cmp.decided_at = std::min(end, time_.last_tick.value_or(end));
-  if (d == stats::Decision::kWorse) on_worse_(m, unit, *cmp.decided_at);
+  // A without_service-only measure counts against the release only on a
+  // canary without service metrics.
+  if (d == stats::Decision::kWorse && !(ms.only_without_service && fleet_.service_seen())) {
+    on_worse_(m, unit, *cmp.decided_at);
+  }
 }
 
 void Measures::CloseHistory() {

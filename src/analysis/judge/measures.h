@@ -185,6 +185,7 @@ class Measures {
   TickPools PoolNodes(const Measure& ms, std::int64_t t);
   std::optional<NodeRatio> NodeRatioOf(const Measure& ms, int node) const;
   std::optional<NodeRatio> DramEfficiencyOf(int node) const;
+  std::optional<NodeRatio> WorkPerJouleOf(int gpu) const;
   void FeedBlocks(std::size_t m, int unit, std::int64_t t, std::optional<double> judged,
                   std::optional<double> history, std::optional<double> baseline);
 

@@ -54,6 +54,7 @@ class ReportWriter {
   void AddVerdict(Report& report) const;
   void AddNotes(Report& report) const;
   void AddModelNotes(Report& report) const;
+  void AddWithoutServiceNote(Report& report) const;
 
   const ReportSources& in_;
   const std::vector<GpuInfo>* gpu_info_;
@@ -91,8 +92,13 @@ void ReportWriter::AddHeader(Report& report) const {
   for (const GpuState& g : in_.fleet.gpus()) {
     (g.role == Role::kCanary ? report.canary_gpus : report.baseline_gpus)++;
   }
+  report.service_metrics = in_.fleet.service_seen();
+  // The without_service-only measures are listed when they are what decides.
+  const bool without_service = in_.verdict.JudgedWithoutService();
   for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {
-    if (in_.measures.list()[m].decides) report.metrics.push_back(ResultFor(m));
+    const Measure& ms = in_.measures.list()[m];
+    if (!ms.decides || (ms.only_without_service && !without_service)) continue;
+    report.metrics.push_back(ResultFor(m));
   }
 }
 
@@ -106,12 +112,19 @@ MetricResult ReportWriter::ResultFor(std::size_t m) const {
   if (ms.policy_index >= 0) {
     r.kind = std::string(
         MetricKindName(in_.policy.metrics[static_cast<std::size_t>(ms.policy_index)].kind));
+  } else if (ms.without_service_index >= 0) {
+    r.kind = std::string(MetricKindName(
+        in_.policy.without_service[static_cast<std::size_t>(ms.without_service_index)].kind));
   } else {
     r.kind = "ratio";
   }
   r.better = ms.better == MetricPolicy::Better::kHigher ? "higher" : "lower";
   r.margin = ms.margin;
-  r.critical = ms.critical;
+  // Critical: required for a pass. Without service metrics, the
+  // without_service measures and the DRAM efficiency rule are.
+  r.critical = in_.verdict.JudgedWithoutService()
+                   ? ms.without_service || ms.kind == MeasureKind::kDramEff
+                   : ms.critical;
   r.baseline = r.canary = r.change = kNaN;
   r.interval_lo = r.interval_hi = kNaN;
   r.detectable_effect = kNaN;
@@ -379,6 +392,24 @@ void ReportWriter::AddModelNotes(Report& report) const {
   }
 }
 
+// A canary judged from GPU telemetry alone: say so, and on what.
+void ReportWriter::AddWithoutServiceNote(Report& report) const {
+  std::string with_data;
+  std::string without_data;
+  for (const MetricResult& r : report.metrics) {
+    if (!r.critical) continue;
+    std::string& list = r.result == "no_data" ? without_data : with_data;
+    list += (list.empty() ? "" : ", ") + r.name;
+  }
+  std::string note =
+      "no service metrics seen (neither arm exposes an inference server's metrics): judged from "
+      "GPU telemetry alone; a pass needs ";
+  note += with_data.empty() ? "a GPU measure with data, and none has any" : with_data;
+  note += " shown not worse";
+  if (!without_data.empty()) note += " (no data: " + without_data + ")";
+  report.notes.push_back(std::move(note));
+}
+
 void ReportWriter::AddNotes(Report& report) const {
   const Fleet& fleet = in_.fleet;
   report.notes = fleet.notes();
@@ -389,11 +420,16 @@ void ReportWriter::AddNotes(Report& report) const {
     report.notes.push_back(std::to_string(in_.ignored_ticks) +
                            " tick(s) out of time order ignored");
   }
-  for (const MetricResult& r : report.metrics) {
-    if (r.critical && r.result == "no_data") {
-      report.notes.push_back(r.name +
-                             ": critical and no data in the recordings: the judge cannot pass "
-                             "the release (change the policy if this service does not expose it)");
+  if (in_.verdict.JudgedWithoutService()) {
+    AddWithoutServiceNote(report);
+  } else {
+    for (const MetricResult& r : report.metrics) {
+      if (r.critical && r.result == "no_data") {
+        report.notes.push_back(
+            r.name +
+            ": critical and no data in the recordings: the judge cannot pass "
+            "the release (change the policy if this service does not expose it)");
+      }
     }
   }
   if (report.verdict != Verdict::kInconclusive) return;

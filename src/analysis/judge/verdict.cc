@@ -270,9 +270,10 @@ double VerdictTracker::FailScore() const {
 
 double VerdictTracker::PassScore() const {
   double score = kInf;
-  for (std::size_t m = 0; m < measures_.list().size(); ++m) {
+  const bool without_service = JudgedWithoutService();
+  for (const std::size_t m : RequiredMeasures()) {
     const Measure& ms = measures_.list()[m];
-    if (!ms.decides || !ms.critical || IsCountKind(ms.kind)) continue;
+    if (!without_service && !ms.critical) continue;  // scored on the critical ones
     const Comparison* cmp = measures_.Whole(m);
     if (cmp == nullptr) continue;
     const auto holds = [&](double a) {
@@ -322,24 +323,52 @@ void VerdictTracker::MarkFailing() {
   }
 }
 
-// The required measures: the critical ones if the policy has any, else every
-// deciding one but the DRAM efficiency rule; count tests never pass.
-bool VerdictTracker::RequiredMeasuresPass() const {
+bool VerdictTracker::JudgedWithoutService() const {
+  if (fleet_.service_seen()) return false;
+  for (const Measure& ms : measures_.list()) {
+    if (ms.without_service) return true;
+  }
+  return false;
+}
+
+// The required measures: with service metrics, the critical ones if the
+// policy has any, else every deciding one but the DRAM efficiency rule.
+// Without (JudgedWithoutService), the without_service ones and the DRAM
+// efficiency rule, those with data. Count tests never pass.
+std::vector<std::size_t> VerdictTracker::RequiredMeasures() const {
   const std::vector<Measure>& measures = measures_.list();
+  std::vector<std::size_t> out;
+  if (JudgedWithoutService()) {
+    for (std::size_t m = 0; m < measures.size(); ++m) {
+      const Measure& ms = measures[m];
+      if (!ms.decides || IsCountKind(ms.kind)) continue;
+      if (!ms.without_service && ms.kind != MeasureKind::kDramEff) continue;
+      const Comparison* whole = measures_.Whole(m);
+      if (whole == nullptr || whole->blocks_used == 0) continue;  // no data (yet)
+      out.push_back(m);
+    }
+    return out;
+  }
   bool has_critical = false;
   for (const Measure& ms : measures) {
     has_critical |= ms.decides && ms.critical && !IsCountKind(ms.kind);
   }
-  bool any_required = false;
   for (std::size_t m = 0; m < measures.size(); ++m) {
     const Measure& ms = measures[m];
-    if (!ms.decides || IsCountKind(ms.kind)) continue;
+    if (!ms.decides || IsCountKind(ms.kind) || ms.only_without_service) continue;
     if (has_critical ? !ms.critical : ms.kind == MeasureKind::kDramEff) continue;
-    any_required = true;
+    out.push_back(m);
+  }
+  return out;
+}
+
+bool VerdictTracker::RequiredMeasuresPass() const {
+  const std::vector<std::size_t> required = RequiredMeasures();
+  for (const std::size_t m : required) {
     const Comparison* whole = measures_.Whole(m);
     if (whole == nullptr || whole->decision != stats::Decision::kNotWorse) return false;
   }
-  return any_required;
+  return !required.empty();
 }
 
 bool VerdictTracker::CanaryHealthy() const {
@@ -357,9 +386,12 @@ bool VerdictTracker::CanaryHealthy() const {
 std::int64_t VerdictTracker::PassDecidedAt(std::int64_t t) const {
   std::int64_t at = t;
   std::int64_t latest = 0;
+  const bool without_service = JudgedWithoutService();
   for (std::size_t m = 0; m < measures_.list().size(); ++m) {
     const Comparison* whole = measures_.Whole(m);
-    if (whole != nullptr && whole->decided_at && measures_.list()[m].decides) {
+    const Measure& ms = measures_.list()[m];
+    if (ms.only_without_service && !without_service) continue;
+    if (whole != nullptr && whole->decided_at && ms.decides) {
       latest = std::max(latest, *whole->decided_at);
     }
   }

@@ -47,6 +47,9 @@ class VerdictTracker {
   double FailScore() const;
   // The pass's score: the weakest critical measure's.
   double PassScore() const;
+  // No service metric seen and the policy has without_service entries: the
+  // canary is judged from GPU telemetry alone.
+  bool JudgedWithoutService() const;
   std::optional<std::int64_t> failed_at() const { return failed_at_; }
   std::optional<std::int64_t> pass_since() const { return pass_since_; }
 
@@ -68,6 +71,8 @@ class VerdictTracker {
   double MeasureChange(int gpu_slot) const;
   double FindingScore(const MetricFinding& f) const;
   void MarkFailing();
+  // The measures a pass requires now (indices into the measures' list).
+  std::vector<std::size_t> RequiredMeasures() const;
   bool RequiredMeasuresPass() const;
   bool CanaryHealthy() const;
   std::int64_t PassDecidedAt(std::int64_t t) const;

@@ -24,8 +24,9 @@ using config::ReadNumber;
 using config::ReadString;
 using config::Reporter;
 
-constexpr std::string_view kTopKeys[] = {
-    "alpha", "block", "min_block_fraction", "min_blocks", "warmup", "rules", "metrics"};
+constexpr std::string_view kTopKeys[] = {"alpha",      "block",          "min_block_fraction",
+                                         "min_blocks", "warmup",         "rules",
+                                         "metrics",    "without_service"};
 constexpr std::string_view kRuleKeys[] = {"throttle", "dram_efficiency", "pcie_link",
                                           "critical_xids", "ecc_dbe"};
 constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_uncapped",
@@ -73,7 +74,12 @@ class PolicyParser {
       p_->warmup_s = *w;
     }
     if (const YAML::Node* n = top->Find("rules")) GC_RETURN_IF_ERROR(ParseRules(*n));
-    if (const YAML::Node* n = top->Find("metrics")) GC_RETURN_IF_ERROR(ParseMetrics(*n));
+    if (const YAML::Node* n = top->Find("metrics")) {
+      GC_RETURN_IF_ERROR(ParseMetrics(*n, "metrics", p_->metrics));
+    }
+    if (const YAML::Node* n = top->Find("without_service")) {
+      GC_RETURN_IF_ERROR(ParseMetrics(*n, "without_service", p_->without_service));
+    }
     return Status::Ok();
   }
 
@@ -182,10 +188,12 @@ class PolicyParser {
     return Status::Ok();
   }
 
-  Status ParseMetrics(const YAML::Node& node) {
-    if (!node.IsSequence()) return r_.Fail(node, "metrics", "expected a list").value();
+  // `metrics:` or `without_service:` (`list`), into `out`.
+  Status ParseMetrics(const YAML::Node& node, std::string_view list,
+                      std::vector<MetricPolicy>& out) {
+    if (!node.IsSequence()) return r_.Fail(node, std::string(list), "expected a list").value();
     for (std::size_t i = 0; i < node.size(); ++i) {
-      const std::string field = Index("metrics", i);
+      const std::string field = Index(std::string(list), i);
       Result<Fields> f = Fields::Read(r_, node[i], field, kMetricKeys);
       if (!f) return f.error();
       MetricPolicy m;
@@ -199,10 +207,7 @@ class PolicyParser {
         return r_.Fail(node[i], Child(field, "name"), "missing (or give a measure)").value();
       }
       if (measure != nullptr) {
-        Result<vocab::ServiceMeasure> sm = ReadMeasure(*measure, Child(field, "measure"));
-        if (!sm) return sm.error();
-        m.measure = *sm;
-        m.name = std::string(vocab::Name(*sm));
+        GC_RETURN_IF_ERROR(ReadMeasure(*measure, Child(field, "measure"), m));
         name = measure;  // errors about the entry as a whole point here
       } else {
         Result<std::string> n = ReadString(r_, *name, Child(field, "name"));
@@ -233,6 +238,12 @@ class PolicyParser {
           return st;
         }
       }
+      if (m.gpu_measure && m.kind != MetricPolicy::Kind::kGauge) {
+        return r_
+            .Fail(*f->Find("kind"), Child(field, "kind"),
+                  "measure " + m.name + " is compared as gauge")
+            .value();
+      }
       const YAML::Node* better = f->Find("better");
       if (better == nullptr) return r_.Fail(node[i], Child(field, "better"), "missing").value();
       Result<std::string> b = ReadString(r_, *better, Child(field, "better"));
@@ -260,28 +271,77 @@ class PolicyParser {
               .value();
         }
       }
-      for (const MetricPolicy& other : p_->metrics) {
+      const std::string where = Child(field, measure != nullptr ? "measure" : "name");
+      for (const MetricPolicy& other : out) {
         if (other.name == m.name && other.kind == m.kind) {
-          return r_.Fail(*name, Child(field, m.measure ? "measure" : "name"), "metric listed twice")
-              .value();
+          return r_.Fail(*name, where, "metric listed twice").value();
         }
       }
-      p_->metrics.push_back(std::move(m));
+      if (&out == &p_->without_service) {
+        if (const YAML::Node* c = f->Find("critical")) {
+          return r_
+              .Fail(*c, Child(field, "critical"),
+                    "every without_service entry is required to pass; critical is not read here")
+              .value();
+        }
+        if (m.kind == MetricPolicy::Kind::kCount) {
+          return r_
+              .Fail(*f->Find("kind"), Child(field, "kind"),
+                    "a count metric cannot pass a release; list it under metrics")
+              .value();
+        }
+        GC_RETURN_IF_ERROR(CheckWithoutService(m, *name, where));
+      }
+      out.push_back(std::move(m));
     }
     return Status::Ok();
   }
 
-  Result<vocab::ServiceMeasure> ReadMeasure(const YAML::Node& node, const std::string& field) {
+  // A `without_service` entry may repeat a `metrics` entry only as it is
+  // there (then it is the same comparison), and names no service metric.
+  Status CheckWithoutService(const MetricPolicy& m, const YAML::Node& at,
+                             const std::string& where) {
+    if (m.measure) {
+      return r_
+          .Fail(at, where,
+                "a service measure has no data on a canary without service metrics; name a "
+                "GPU measure or a DCGM field")
+          .value();
+    }
+    for (const MetricPolicy& other : p_->metrics) {
+      if (other.name != m.name || other.kind != m.kind) continue;
+      if (other.better != m.better || other.margin != m.margin) {
+        return r_
+            .Fail(at, where,
+                  "repeats a metrics entry with another better or margin; repeat it as it is "
+                  "there (it is then the same comparison) or leave it out")
+            .value();
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A service measure or a GPU measure, by its wire name.
+  Status ReadMeasure(const YAML::Node& node, const std::string& field, MetricPolicy& m) {
     Result<std::string> text = ReadString(r_, node, field);
-    if (!text) return tl::unexpected(text.error());
+    if (!text) return text.error();
+    m.name = *text;
     if (std::optional<vocab::ServiceMeasure> sm = vocab::Parse<vocab::ServiceMeasure>(*text)) {
-      return *sm;
+      m.measure = *sm;
+      return Status::Ok();
+    }
+    if (std::optional<vocab::GpuMeasure> gm = vocab::Parse<vocab::GpuMeasure>(*text)) {
+      m.gpu_measure = *gm;
+      return Status::Ok();
     }
     std::string known;
     for (const vocab::Word<vocab::ServiceMeasure>& w : vocab::Words<vocab::ServiceMeasure>()) {
       known += (known.empty() ? "" : ", ") + std::string(w.name);
     }
-    return r_.Fail(node, field, "unknown measure '" + *text + "' (known: " + known + ")");
+    for (const vocab::Word<vocab::GpuMeasure>& w : vocab::Words<vocab::GpuMeasure>()) {
+      known += ", " + std::string(w.name);
+    }
+    return r_.Fail(node, field, "unknown measure '" + *text + "' (known: " + known + ")").value();
   }
 
   // A latency is a histogram (or a mean of counters): mean or p99; tokens

@@ -18,10 +18,13 @@
 //     - {measure: per_token_latency, kind: mean, better: lower, margin: 0.03, critical: true}
 //     - {name: DCGM_FI_DEV_SM_CLOCK, kind: gauge, better: higher, margin: 0.05}
 //
-// An entry names a metric (`name`) or a service measure (`measure`, one of
-// vocab::ServiceMeasure's wire names), not both. A measure's kind follows
-// from it: latencies mean or p99, generated_tokens rate, queue_depth and
-// kv_cache_usage gauge.
+//   without_service:     # a canary without service metrics (DCGM only)
+//     - {measure: work_per_joule, better: higher, margin: 0.05}
+//
+// An entry names a metric (`name`) or a measure (`measure`: one of
+// vocab::ServiceMeasure's or vocab::GpuMeasure's wire names), not both. A
+// measure's kind follows from it: latencies mean or p99, generated_tokens
+// rate, queue_depth, kv_cache_usage and the GPU measures gauge.
 //
 // Parsing is pure; every error is a kParseError "FILE:LINE:COL: field: what".
 // A rule left out of `rules:` is off; `metrics:` may be empty.
@@ -53,6 +56,9 @@ struct MetricPolicy {
   // inference server each node runs; `name` is then the measure's wire name.
   std::string name;
   std::optional<vocab::ServiceMeasure> measure;
+  // Or a GPU measure (derived from DCGM fields, e.g. work_per_joule): a
+  // gauge per GPU; `name` is its wire name.
+  std::optional<vocab::GpuMeasure> gpu_measure;
   Kind kind = Kind::kGauge;
   Better better = Better::kHigher;
   double margin = 0;  // relative change allowed in the harmful direction (0.03 = 3%)
@@ -87,6 +93,13 @@ struct Policy {
   double warmup_s = 20;  // after the release starts, seconds not compared (restart, caches)
   RulesPolicy rules;
   std::vector<MetricPolicy> metrics;
+  // `without_service:` what must be shown not worse, instead of the critical
+  // metrics, when neither arm exposes any service metric (a DCGM-only
+  // canary; docs/analysis-method.md, "Without service metrics"). The DRAM
+  // efficiency rule, when on, is required with them. An entry that repeats
+  // one of `metrics` (same name and kind, better and margin) is that
+  // comparison; the others are compared only on such a canary.
+  std::vector<MetricPolicy> without_service;
   std::string file;  // what errors were reported against
 };
 

@@ -91,6 +91,33 @@ TEST(PolicyTest, MeasuresAndMetricNamesParse) {
   EXPECT_EQ(p->metrics[2].name, "vllm:time_per_output_token_seconds");
 }
 
+TEST(PolicyTest, WithoutServiceEntriesParse) {
+  Result<Policy> p = ParsePolicy(
+      "metrics:\n"
+      "  - {name: DCGM_FI_DEV_SM_CLOCK, kind: gauge, better: higher, margin: 0.05}\n"
+      "without_service:\n"
+      "  - {measure: work_per_joule, better: higher, margin: 0.05}\n"
+      "  - {name: DCGM_FI_DEV_SM_CLOCK, kind: gauge, better: higher, margin: 0.05}\n",
+      "p.yaml");
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  ASSERT_EQ(p->without_service.size(), 2U);
+  EXPECT_EQ(p->without_service[0].gpu_measure, vocab::GpuMeasure::kWorkPerJoule);
+  EXPECT_EQ(p->without_service[0].measure, std::nullopt);
+  EXPECT_EQ(p->without_service[0].name, "work_per_joule");
+  EXPECT_EQ(p->without_service[0].kind, MetricPolicy::Kind::kGauge);
+  EXPECT_EQ(p->without_service[1].name, "DCGM_FI_DEV_SM_CLOCK");
+  // The default judges a DCGM-only canary on work per joule and the SM clock.
+  const Policy& d = DefaultPolicy();
+  ASSERT_EQ(d.without_service.size(), 2U);
+  EXPECT_EQ(d.without_service[0].gpu_measure, vocab::GpuMeasure::kWorkPerJoule);
+  EXPECT_EQ(d.without_service[1].name, "DCGM_FI_DEV_SM_CLOCK");
+  // A GPU measure may sit in metrics too (it then decides on every canary).
+  p = ParsePolicy("metrics:\n  - {measure: work_per_joule, better: higher, margin: 0.1}\n",
+                  "p.yaml");
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  EXPECT_EQ(p->metrics[0].gpu_measure, vocab::GpuMeasure::kWorkPerJoule);
+}
+
 TEST(PolicyTest, RulesLeftOutAreOff) {
   Result<Policy> p = ParsePolicy("alpha: 0.05\nmetrics: []\n", "p.yaml");
   ASSERT_TRUE(p.has_value()) << p.error().message();
@@ -141,6 +168,23 @@ TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
       {"metrics:\n  - {measure: e2e_latency, kind: p99, better: lower, margin: 1}\n"
        "  - {measure: e2e_latency, kind: p99, better: lower, margin: 2}\n",
        "p.yaml:3:15:", "metrics[1].measure: metric listed twice"},
+      {"metrics:\n  - {measure: work_per_joule, kind: rate, better: higher, margin: 1}\n",
+       "p.yaml:2:37:", "metrics[0].kind: measure work_per_joule is compared as gauge"},
+      {"metrics:\n  - {measure: joules, better: higher, margin: 1}\n",
+       "p.yaml:2:15:", "kv_cache_usage, work_per_joule)"},
+      {"without_service:\n  - {measure: per_token_latency, kind: mean, better: lower, "
+       "margin: 1}\n",
+       "p.yaml:2:15:", "without_service[0].measure: a service measure has no data"},
+      {"without_service:\n  - {measure: work_per_joule, better: higher, margin: 1, "
+       "critical: true}\n",
+       "p.yaml:2:68:", "without_service[0].critical: every without_service entry is required"},
+      {"without_service:\n  - {name: DCGM_FI_DEV_PCIE_REPLAY_COUNTER, kind: count, better: lower, "
+       "margin: 1}\n",
+       "p.yaml:2:51:", "without_service[0].kind: a count metric cannot pass a release"},
+      {"metrics:\n  - {name: DCGM_FI_DEV_SM_CLOCK, better: higher, margin: 0.05}\n"
+       "without_service:\n  - {name: DCGM_FI_DEV_SM_CLOCK, better: higher, margin: 0.1}\n",
+       "p.yaml:4:12:", "without_service[0].name: repeats a metrics entry with another"},
+      {"without_service: {name: a}\n", "p.yaml:1:18:", "without_service: expected a list"},
   };
   for (const Case& c : cases) {
     Result<Policy> p = ParsePolicy(c.text, "p.yaml");

@@ -11,7 +11,8 @@
 //    "metrics": [{"name", "baseline", "canary", "change", "interval": [lo, hi], "result",
 //                 "kind", "better", "margin", "critical", "detectable_effect", "blocks",
 //                 "decided_at"}],
-//    "release_start", "first_tick", "last_tick", "canary_gpus", "baseline_gpus", "notes"}
+//    "release_start", "first_tick", "last_tick", "canary_gpus", "baseline_gpus",
+//    "service_metrics", "notes"}
 //
 // Numbers are printed at full precision (shortest text that reads back to the
 // same double). JSON has no NaN or infinity: a non-finite number (NaN "not
