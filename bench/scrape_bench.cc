@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     j.scrape_timeout_ms = interval_ms * 9 / 10;
     scrape::StaticConfig targets;
     for (const auto& e : live.endpoints()) {
-      const int port = std::string(job) == "dcgm" ? e.dcgm_port : e.vllm_port;
+      const int port = std::string(job) == "dcgm" ? e.dcgm_port : e.server_port;
       targets.targets.push_back("127.0.0.1:" + std::to_string(port));
     }
     j.static_configs.push_back(targets);

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   std::vector<Target> targets;
   for (const auto& e : live.endpoints()) {
     targets.push_back({e.dcgm_port, true});
-    targets.push_back({e.vllm_port, false});
+    targets.push_back({e.server_port, false});
   }
 
   // The first step deploys the release; before it, vLLM endpoints answer 503.

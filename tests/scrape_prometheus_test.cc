@@ -54,7 +54,7 @@ TEST(ScrapePrometheusTest, DiscoversTheDcgmJobFromPrometheus) {
     dcgm_urls.insert("http://" + address + "/metrics");
   }
   prom_config += "  - job_name: vllm\n    static_configs:\n      - targets: ['127.0.0.1:" +
-                 std::to_string(live.endpoints()[0].vllm_port) + "']\n";
+                 std::to_string(live.endpoints()[0].server_port) + "']\n";
   std::string error;
   std::unique_ptr<test::PrometheusProcess> prom =
       test::PrometheusProcess::Start(prom_config, {}, &error);

@@ -126,7 +126,12 @@ Status RunLive(const sim::Scenario& scenario, const SimFlags& flags, CommandCont
           << "; control API http://" << flags.host << ":" << live.control_port() << "/state\n";
   for (const sim::LiveSim::Endpoint& e : live.endpoints()) {
     ctx.out << "  " << e.hostname << "  dcgm http://" << flags.host << ":" << e.dcgm_port
-            << "/metrics  vllm http://" << flags.host << ":" << e.vllm_port << "/metrics\n";
+            << "/metrics";
+    if (e.server) {
+      ctx.out << "  " << sim::ServerKindName(e.server) << " http://" << flags.host << ":"
+              << e.server_port << "/metrics";
+    }
+    ctx.out << "\n";
   }
   ctx.out.flush();
   std::signal(SIGINT, OnSignal);

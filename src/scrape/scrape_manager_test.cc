@@ -572,7 +572,7 @@ TEST(RealTimeScrapeTest, ScrapesTheLiveFleetEverySecondOnItsSchedule) {
   std::vector<std::string> vllm;
   for (const sim::LiveSim::Endpoint& e : live.endpoints()) {
     dcgm.push_back("127.0.0.1:" + std::to_string(e.dcgm_port));
-    vllm.push_back("127.0.0.1:" + std::to_string(e.vllm_port));
+    vllm.push_back("127.0.0.1:" + std::to_string(e.server_port));
   }
   ScrapeConfig config = OneJob(dcgm, 1000, 900, "dcgm");
   config.jobs.push_back(OneJob(vllm, 1000, 900, "vllm").jobs[0]);

@@ -121,9 +121,12 @@ Json StateJson(const Engine& engine, const std::vector<LiveSim::Endpoint>& endpo
     const Engine::NodeView v = engine.node_view(i);
     Json n;
     n["hostname"] = v.hostname;
+    n["server"] = ServerKindName(v.server_kind);
     if (i < endpoints.size()) {
       n["dcgm"] = host + ":" + std::to_string(endpoints[i].dcgm_port);
-      n["vllm"] = host + ":" + std::to_string(endpoints[i].vllm_port);
+      if (v.server_kind) {
+        n["server_metrics"] = host + ":" + std::to_string(endpoints[i].server_port);
+      }
     }
     n["release"] = v.release;
     n["next_release"] = v.next_release;

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "dcgm/exposition.h"
-#include "sim/vllm_render.h"
 
 namespace gpucanary::sim {
 namespace {
@@ -36,7 +35,7 @@ Engine::Engine(const Scenario& scenario, const EngineOptions& options)
     for (const std::string& host : group.hostnames) {
       fleet_.AddNode(host, *group.profile, group.gpus_per_node, group.driver);
       NodeState n;
-      n.vllm_version = group.vllm_version;
+      n.server_kind = group.server;
       n.lowercase_hostname = group.lowercase_hostname;
       n.lost_at_ms.assign(static_cast<std::size_t>(group.gpus_per_node), -1);
       n.gpu_faults.resize(static_cast<std::size_t>(group.gpus_per_node));
@@ -46,11 +45,11 @@ Engine::Engine(const Scenario& scenario, const EngineOptions& options)
   fleet_.set_now_ms(options_.start_ms);
 }
 
-std::vector<VllmVersion> Engine::vllm_versions() const {
-  std::vector<VllmVersion> out;
+std::vector<vocab::Server> Engine::servers() const {
+  std::vector<vocab::Server> out;
   for (const NodeState& n : nodes_) {
-    if (std::find(out.begin(), out.end(), n.vllm_version) == out.end()) {
-      out.push_back(n.vllm_version);
+    if (n.server_kind && std::find(out.begin(), out.end(), *n.server_kind) == out.end()) {
+      out.push_back(*n.server_kind);
     }
   }
   return out;
@@ -144,6 +143,9 @@ Status Engine::Deploy(const std::string& release, const std::vector<std::string>
     for (std::size_t i : *targets) a.targets.push_back(fleet_.nodes()[i].hostname);
     a.previous = nodes_[targets->front()].release;
     a.model = options_.serving.model_name;
+    if (const ServerKind& kind = nodes_[targets->front()].server_kind) {
+      a.framework = std::string(ServerJob(*kind));
+    }
     annotations_.push_back(std::move(a));
   }
   // A rolling update: nodes that run something restart one after another;
@@ -180,7 +182,7 @@ void Engine::AdvanceDeploys() {
     n.server = std::make_unique<ServingNode>(
         options_.serving, host,
         Mix(seed_ ^ std::hash<std::string>{}(host) ^ static_cast<std::uint64_t>(n.restarts)),
-        n.vllm_version);
+        n.server_kind);
     n.brake_latched = false;
     CloseOpenTruth(
         [&](const TruthRecord& r) { return r.type == TruthRecord::kDeploy && r.node == host; });
@@ -368,6 +370,7 @@ Engine::NodeView Engine::node_view(std::size_t index) const {
   v.arrival_rate = n.arrival_rate;
   v.speed = n.speed;
   v.server = server(index);
+  v.server_kind = n.server_kind;
   v.lost.reserve(n.lost_at_ms.size());
   for (std::int64_t t : n.lost_at_ms) v.lost.push_back(t >= 0);
   return v;
@@ -394,8 +397,8 @@ void Engine::RenderDcgm(std::size_t index, std::string& out) const {
       dcgm::DcgmRenderOptions{.lowercase_hostname = nodes_.at(index).lowercase_hostname}, out);
 }
 
-void Engine::RenderVllm(std::size_t index, std::string& out) const {
-  if (const ServingNode* s = server(index)) RenderVllmExposition(s->state(), out);
+void Engine::RenderServer(std::size_t index, std::string& out) const {
+  if (const ServingNode* s = server(index)) RenderServerExposition(*s, out);
 }
 
 }  // namespace gpucanary::sim

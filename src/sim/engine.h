@@ -9,7 +9,7 @@
 //   2. the fleet arrival rate (TrafficProcess) is routed to nodes: by traffic
 //      weight to each release, then evenly to the nodes that serve it (not
 //      cordoned, not restarting, no GPU lost);
-//   3. every node's vLLM server (ServingNode) serves its arrivals at the speed
+//   3. every node's model server (ServingNode) serves its arrivals at the speed
 //      of its slowest GPU (tensor parallelism) divided by the release's
 //      software slowdown, and its busy fraction becomes the GPUs' load;
 //   4. every GPU steps its physical model with its release's workload and the
@@ -21,7 +21,11 @@
 //
 // A deploy restarts the model server on each node, one node at a time
 // (kRestartSeconds each, as a rolling update with maxUnavailable 1): the node
-// serves nothing while it restarts and its vLLM counters start again from 0.
+// serves nothing while it restarts and its server's counters start again from 0.
+//
+// Every node runs a ServingNode whatever its `server:` (the load on its GPUs
+// is the same); the server only decides what the node exposes: vLLM, SGLang,
+// TGI or Triton metrics, or none.
 //
 // XID 79 ("fallen off the bus") loses the GPU: its series stay for
 // kLostGpuGraceSeconds, then vanish from the exposition; the node's server
@@ -82,6 +86,9 @@ struct ReleaseAnnotation {
   std::vector<std::string> targets;
   std::string previous;
   std::string model;
+  // The server its first target runs (ServerJob: "vllm", "sglang", "tgi",
+  // "triton_trtllm"); empty when that node exposes none.
+  std::string framework;
 };
 
 struct EngineOptions {
@@ -137,11 +144,13 @@ class Engine {
   // longer than lost_gpu_grace_s: dcgm-exporter no longer reports it.
   bool GpuReported(std::size_t node, std::size_t gpu) const;
 
-  // dcgm-exporter's and vLLM's /metrics bodies for node `index` now. A node
-  // whose server is down (restarting, nothing deployed) renders no vLLM text:
-  // node_view(index).server is null then, and a live endpoint answers 503.
+  // dcgm-exporter's and the model server's /metrics bodies for node `index`
+  // now. RenderServer renders the node's `server:` (vLLM, SGLang, TGI,
+  // Triton); nothing for a `none` node, nor while the server is down
+  // (restarting, nothing deployed: node_view(index).server is null then, and
+  // a live endpoint answers 503).
   void RenderDcgm(std::size_t index, std::string& out) const;
-  void RenderVllm(std::size_t index, std::string& out) const;
+  void RenderServer(std::size_t index, std::string& out) const;
 
   // What a node is doing now (for GET /state and tests).
   struct NodeView {
@@ -154,6 +163,7 @@ class Engine {
     double arrival_rate = 0;  // requests/s routed to it this step
     double speed = 0;         // relative speed of its server this step
     const ServingNode* server = nullptr;
+    ServerKind server_kind;  // its group's `server:`
     std::vector<bool> lost;  // per GPU
   };
   NodeView node_view(std::size_t index) const;
@@ -163,8 +173,10 @@ class Engine {
   // Whether node `index`'s dcgm-exporter labels the host `hostname` (4.8.2
   // on) rather than `Hostname`.
   bool lowercase_hostname(std::size_t index) const { return nodes_.at(index).lowercase_hostname; }
-  // The vLLM versions the fleet's nodes serve, each once, in node order.
-  std::vector<VllmVersion> vllm_versions() const;
+  // The server node `index` exposes (its group's `server:`; none: no service metrics).
+  ServerKind server_kind(std::size_t index) const { return nodes_.at(index).server_kind; }
+  // The servers the fleet's nodes expose, each once, in node order (none left out).
+  std::vector<vocab::Server> servers() const;
   const std::map<std::string, double>& traffic_weights() const { return weights_; }
   double fleet_rate() const { return traffic_.rate(); }
   std::uint64_t dropped_requests() const { return dropped_; }
@@ -201,10 +213,10 @@ class Engine {
     double arrival_rate = 0;
     double speed = 1;
     double load = 0;
-    VllmVersion vllm_version = VllmVersion::kCurrent;  // its group's `server:`
-    bool lowercase_hostname = false;                   // its group's `hostname_label: hostname`
-    std::vector<std::int64_t> lost_at_ms;              // per GPU, -1 while on the bus
-    std::vector<Faults> gpu_faults;                    // per GPU, this step
+    ServerKind server_kind = vocab::Server::kVllm;  // its group's `server:`
+    bool lowercase_hostname = false;                // its group's `hostname_label: hostname`
+    std::vector<std::int64_t> lost_at_ms;           // per GPU, -1 while on the bus
+    std::vector<Faults> gpu_faults;                 // per GPU, this step
   };
 
   void ApplyDueEvents();

@@ -296,8 +296,8 @@ TEST(EngineTest, SameSeedSameFleetDifferentSeedDifferentFleet) {
   EXPECT_NE(ta, tc);
   ta.clear();
   tb.clear();
-  a.RenderVllm(2, ta);
-  b.RenderVllm(2, tb);
+  a.RenderServer(2, ta);
+  b.RenderServer(2, tb);
   EXPECT_EQ(ta, tb);
   EXPECT_FALSE(ta.empty());
 }

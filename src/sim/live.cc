@@ -11,9 +11,29 @@ namespace gpucanary::sim {
 namespace {
 
 // What Go's net/http sniffs for dcgm-exporter's body, and what
-// prometheus_client's exposition handler sends for vLLM.
+// prometheus_client's exposition handler sends for vLLM and SGLang.
 constexpr const char* kDcgmContentType = "text/plain; charset=utf-8";
 constexpr const char* kVllmContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// How each server answers GET /metrics (content type) and an unknown path.
+struct ServerHttp {
+  const char* content_type;
+  const char* not_found_type;
+  const char* not_found_body;
+};
+ServerHttp HttpOf(vocab::Server server) {
+  switch (server) {
+    case vocab::Server::kVllm:
+    case vocab::Server::kVllmLegacy:
+    case vocab::Server::kSglang:
+      // FastAPI over prometheus_client.
+      return {kVllmContentType, "application/json", "{\"detail\":\"Not Found\"}"};
+    case vocab::Server::kTgi:           // axum: a String handler, an empty 404
+    case vocab::Server::kTritonTrtllm:  // Triton's metrics endpoint
+      return {"text/plain; charset=utf-8", "text/plain; charset=utf-8", ""};
+  }
+  return {kVllmContentType, "text/plain; charset=utf-8", ""};
+}
 constexpr std::int64_t kMaxCatchUpSteps = 50;  // per lock hold, so scrapes are never starved
 constexpr std::int64_t kStepMs = 100;
 
@@ -69,15 +89,18 @@ Status LiveSim::Start() {
       server_.Stop();
       return dcgm.error().WithPrefix(e.hostname + " dcgm-exporter");
     }
-    Result<std::uint16_t> vllm = server_.Listen(
-        options_.host, port(1),
-        [this, i](const net::HttpRequest& q, net::HttpResponse& r) { HandleVllm(i, q, r); });
-    if (!vllm) {
-      server_.Stop();
-      return vllm.error().WithPrefix(e.hostname + " vLLM");
-    }
     e.dcgm_port = *dcgm;
-    e.vllm_port = *vllm;
+    e.server = engine_.server_kind(i);
+    if (e.server) {  // a `none` node listens for nothing but dcgm-exporter
+      Result<std::uint16_t> metrics = server_.Listen(
+          options_.host, port(1),
+          [this, i](const net::HttpRequest& q, net::HttpResponse& r) { HandleServer(i, q, r); });
+      if (!metrics) {
+        server_.Stop();
+        return metrics.error().WithPrefix(e.hostname + " " + std::string(ServerKindName(e.server)));
+      }
+      e.server_port = *metrics;
+    }
     endpoints_.push_back(std::move(e));
   }
   Result<std::uint16_t> control = server_.Listen(
@@ -142,12 +165,11 @@ void LiveSim::HandleDcgm(std::size_t node, const net::HttpRequest& request,
   engine_.RenderDcgm(node, response.body);
 }
 
-void LiveSim::HandleVllm(std::size_t node, const net::HttpRequest& request,
-                         net::HttpResponse& response) {
-  // vLLM's FastAPI answers an unknown path with this.
-  if (!IsMetricsGet(request, response, "application/json", "{\"detail\":\"Not Found\"}")) {
-    return;
-  }
+void LiveSim::HandleServer(std::size_t node, const net::HttpRequest& request,
+                           net::HttpResponse& response) {
+  // Only nodes with a server listen here (Start), and their kind never changes.
+  const ServerHttp http = HttpOf(*endpoints_.at(node).server);
+  if (!IsMetricsGet(request, response, http.not_found_type, http.not_found_body)) return;
   MutexLock lock(mu_);
   if (engine_.server(node) == nullptr) {
     // The model server is restarting (or nothing is deployed): no metrics.
@@ -156,23 +178,25 @@ void LiveSim::HandleVllm(std::size_t node, const net::HttpRequest& request,
     response.body = "model server not running\n";
     return;
   }
-  response.content_type = kVllmContentType;
-  engine_.RenderVllm(node, response.body);
+  response.content_type = http.content_type;
+  engine_.RenderServer(node, response.body);
 }
 
 std::string LiveSim::TargetsJson() const {
   nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   for (const Endpoint& e : endpoints_) {
-    for (const auto& [job, port] : {std::pair<const char*, std::uint16_t>{"dcgm", e.dcgm_port},
-                                    std::pair<const char*, std::uint16_t>{"vllm", e.vllm_port}}) {
-      nlohmann::ordered_json g;
-      g["targets"] = {options_.host + ":" + std::to_string(port)};
-      g["labels"] = {{"exporter", job}, {"node", e.hostname}};
-      // vLLM's series carry no host label: the target gives them their node
-      // under the label dcgm-exporter uses (docs/scraping.md, static mapping).
-      if (std::string_view(job) == "vllm") g["labels"]["Hostname"] = e.hostname;
-      groups.push_back(std::move(g));
-    }
+    nlohmann::ordered_json dcgm;
+    dcgm["targets"] = {options_.host + ":" + std::to_string(e.dcgm_port)};
+    dcgm["labels"] = {{"exporter", "dcgm"}, {"node", e.hostname}};
+    groups.push_back(std::move(dcgm));
+    if (!e.server) continue;  // a `none` node has no service target
+    nlohmann::ordered_json g;
+    g["targets"] = {options_.host + ":" + std::to_string(e.server_port)};
+    g["labels"] = {{"exporter", std::string(ServerJob(*e.server))}, {"node", e.hostname}};
+    // No server's series carry a host label: the target gives them their node
+    // under the label dcgm-exporter uses (docs/scraping.md, static mapping).
+    g["labels"]["Hostname"] = e.hostname;
+    groups.push_back(std::move(g));
   }
   return groups.dump(2) + "\n";
 }

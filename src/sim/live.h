@@ -3,8 +3,10 @@
 // Clock, every node served over HTTP as a real node would be, and a control
 // API to steer it.
 //
-//   node i:   dcgm-exporter /metrics on base_port + 2i, vLLM /metrics on
-//             base_port + 2i + 1 (base_port 0: every port chosen by the OS);
+//   node i:   dcgm-exporter /metrics on base_port + 2i, its model server's
+//             /metrics (vLLM, SGLang, TGI or Triton, as its `server:` says) on
+//             base_port + 2i + 1, nothing there for a `none` node (base_port 0:
+//             every port chosen by the OS);
 //   control:  JSON API on control_port (docs/simulator.md, "Control API").
 //
 // One HttpServer (one io_context) holds every listener, so hundreds of nodes
@@ -26,6 +28,7 @@
 #include "core/status.h"
 #include "net/http_server.h"
 #include "sim/engine.h"
+#include "sim/server_kind.h"
 
 namespace gpucanary::sim {
 
@@ -41,7 +44,8 @@ class LiveSim {
   struct Endpoint {
     std::string hostname;
     std::uint16_t dcgm_port = 0;
-    std::uint16_t vllm_port = 0;
+    std::uint16_t server_port = 0;  // the model server's /metrics; 0 for a `none` node
+    ServerKind server;              // its `server:`
   };
 
   // The engine's simulated t = 0 is the clock's time now, rounded down to
@@ -63,7 +67,8 @@ class LiveSim {
   std::string host() const { return options_.host; }
 
   // Prometheus file_sd JSON: one target group per node and exporter ("dcgm",
-  // "vllm"), labelled node=<hostname>.
+  // and the server's job: "vllm", "sglang", "tgi", "triton_trtllm"; none for a
+  // `none` node), labelled node=<hostname>.
   std::string TargetsJson() const;
 
   // Runs `fn` on the engine under the lock (tests, the CLI's summary).
@@ -77,7 +82,7 @@ class LiveSim {
   void StepLoop();
   void HandleControl(const net::HttpRequest& request, net::HttpResponse& response);
   void HandleDcgm(std::size_t node, const net::HttpRequest& request, net::HttpResponse& response);
-  void HandleVllm(std::size_t node, const net::HttpRequest& request, net::HttpResponse& response);
+  void HandleServer(std::size_t node, const net::HttpRequest& request, net::HttpResponse& response);
 
   LiveOptions options_;
   Clock& clock_;

@@ -80,7 +80,7 @@ TEST_F(LiveSimTest, EveryNodeServesDcgmAndVllmMetrics) {
     EXPECT_NE(dcgm->body.find("DCGM_FI_DEV_SM_CLOCK{gpu=\"7\""), std::string::npos);
     EXPECT_NE(dcgm->body.find("Hostname=\"" + e.hostname + "\""), std::string::npos);
     Result<net::HttpResponse> vllm =
-        net::Fetch("http://127.0.0.1:" + std::to_string(e.vllm_port) + "/metrics");
+        net::Fetch("http://127.0.0.1:" + std::to_string(e.server_port) + "/metrics");
     ASSERT_TRUE(vllm.has_value());
     EXPECT_EQ(vllm->status, 200);
     EXPECT_NE(vllm->body.find("vllm:generation_tokens_total{"), std::string::npos);
@@ -93,7 +93,7 @@ TEST_F(LiveSimTest, EveryNodeServesDcgmAndVllmMetrics) {
   ASSERT_EQ(targets.size(), 6U);
   EXPECT_EQ(targets[1]["labels"]["exporter"], "vllm");
   EXPECT_EQ(targets[1]["targets"][0],
-            "127.0.0.1:" + std::to_string(live_->endpoints()[0].vllm_port));
+            "127.0.0.1:" + std::to_string(live_->endpoints()[0].server_port));
 }
 
 TEST_F(LiveSimTest, ControlApiDeploysInjectsAndReportsState) {
@@ -104,7 +104,7 @@ TEST_F(LiveSimTest, ControlApiDeploysInjectsAndReportsState) {
   Advance(500);
   // node-2 restarts: its vLLM endpoint has nothing to say for 10 s.
   Result<net::HttpResponse> down = net::Fetch(
-      "http://127.0.0.1:" + std::to_string(live_->endpoints()[1].vllm_port) + "/metrics");
+      "http://127.0.0.1:" + std::to_string(live_->endpoints()[1].server_port) + "/metrics");
   ASSERT_TRUE(down.has_value());
   EXPECT_EQ(down->status, 503);
   Advance(10000);
@@ -188,6 +188,80 @@ TEST_F(LiveSimTest, BadControlRequestsGetClearErrors) {
   r = net::Fetch(Control("/faults/abc"), del);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 400);
+}
+
+// Each node serves its own server's text; a `none` node serves only its GPUs
+// and has no service target.
+TEST(LiveSimServersTest, EachNodeServesItsServerAndANoneNodeNothing) {
+  Result<Scenario> s = ParseScenario(R"(
+seed: 5
+duration: 600s
+fleet:
+  - {nodes: node-1, gpu: h100-sxm, server: sglang}
+  - {nodes: node-2, gpu: h100-sxm, server: tgi}
+  - {nodes: node-3, gpu: h100-sxm, server: triton_trtllm}
+  - {nodes: node-4, gpu: h100-sxm, server: none}
+releases: {stable: {profile: baseline}}
+traffic: {rps: 80}
+events: [{at: 0s, deploy: stable, nodes: all}]
+)",
+                                     "servers.yaml");
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  ManualClock clock(1764680000000);
+  LiveOptions options;
+  options.base_port = 0;
+  options.control_port = 0;
+  LiveSim live(*s, EngineOptions{}, options, clock);
+  ASSERT_TRUE(live.Start().ok());
+  clock.Advance(5000);
+  for (int i = 0;
+       i < 2000 && live.WithEngine([](Engine& e) { return e.now_ms(); }) + 100 <= clock.NowMs();
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::vector<LiveSim::Endpoint>& e = live.endpoints();
+  ASSERT_EQ(e.size(), 4U);
+  const auto metrics = [&](std::size_t i, const std::string& path = "/metrics") {
+    return net::Fetch("http://127.0.0.1:" + std::to_string(e[i].server_port) + path);
+  };
+  Result<net::HttpResponse> sglang = metrics(0);
+  ASSERT_TRUE(sglang.has_value());
+  EXPECT_EQ(sglang->status, 200);
+  EXPECT_EQ(sglang->Header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_NE(sglang->body.find("# TYPE sglang:num_running_reqs gauge\n"), std::string::npos);
+  Result<net::HttpResponse> tgi = metrics(1);
+  ASSERT_TRUE(tgi.has_value());
+  EXPECT_EQ(tgi->status, 200);
+  EXPECT_NE(tgi->body.find("# TYPE tgi_request_count counter\ntgi_request_count "),
+            std::string::npos);
+  Result<net::HttpResponse> triton = metrics(2);
+  ASSERT_TRUE(triton.has_value());
+  EXPECT_EQ(triton->status, 200);
+  EXPECT_NE(triton->body.find("nv_trt_llm_request_metrics{model=\"tensorrt_llm\","
+                              "request_type=\"active\",version=\"1\"} "),
+            std::string::npos);
+  Result<net::HttpResponse> other = metrics(1, "/other");
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->status, 404);
+  EXPECT_EQ(e[3].server, std::nullopt);
+  EXPECT_EQ(e[3].server_port, 0);
+  Result<net::HttpResponse> dcgm =
+      net::Fetch("http://127.0.0.1:" + std::to_string(e[3].dcgm_port) + "/metrics");
+  ASSERT_TRUE(dcgm.has_value());
+  EXPECT_NE(dcgm->body.find("Hostname=\"node-4\""), std::string::npos);
+
+  const Json targets = Json::parse(live.TargetsJson());
+  ASSERT_EQ(targets.size(), 7U);  // dcgm x 4, a server x 3
+  std::vector<std::string> jobs;
+  for (const Json& t : targets) {
+    if (t["labels"]["exporter"] != "dcgm") {
+      jobs.push_back(t["labels"]["exporter"].get<std::string>() + "@" +
+                     t["labels"]["Hostname"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(jobs,
+            (std::vector<std::string>{"sglang@node-1", "tgi@node-2", "triton_trtllm@node-3"}));
+  live.Stop();
 }
 
 TEST(LiveSimStartTest, APortInUseIsAClearError) {

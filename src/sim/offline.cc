@@ -10,6 +10,11 @@
 #include <vector>
 
 #include "dcgm/exposition.h"
+#include "sim/server_kind.h"
+#include "sim/service_exposition.h"
+#include "sim/sglang_render.h"
+#include "sim/tgi_render.h"
+#include "sim/triton_render.h"
 #include "sim/vllm_render.h"
 
 namespace gpucanary::sim {
@@ -150,6 +155,116 @@ Result<std::uint64_t> AppendVllm(const VllmState& s, std::int64_t now_ms,
   return samples + *n;
 }
 
+// The families of one server, for DeclareFamily.
+std::span<const ServiceFamily> Families(vocab::Server server) {
+  switch (server) {
+    case vocab::Server::kSglang:
+      return kSglangFamilies;
+    case vocab::Server::kTgi:
+      return kTgiFamilies;
+    case vocab::Server::kTritonTrtllm:
+      return kTritonFamilies;
+    case vocab::Server::kVllm:
+    case vocab::Server::kVllmLegacy:
+      break;
+  }
+  return {};
+}
+
+Status DeclareServerFamilies(vocab::Server server, recording::RecordingWriter& writer) {
+  if (server == vocab::Server::kVllm || server == vocab::Server::kVllmLegacy) {
+    const VllmVersion version =
+        server == vocab::Server::kVllmLegacy ? VllmVersion::kLegacy : VllmVersion::kCurrent;
+    for (const VllmFamilyInfo& f : VllmFamilies(version)) {
+      GC_RETURN_IF_ERROR(writer.DeclareFamily(f.name, VllmKind(f.type), f.help));
+    }
+    return Status::Ok();
+  }
+  for (const ServiceFamily& f : Families(server)) {
+    GC_RETURN_IF_ERROR(writer.DeclareFamily(f.name, VllmKind(f.type), f.help));
+  }
+  return Status::Ok();
+}
+
+// A server's exposition as a scraper records it: each sample with the
+// server's own labels, then the target's job and instance
+// (`<node>:<the server's default port>`), then a bucket's `le`, as vLLM's
+// series are written above.
+class RecordingSink final : public ExpositionSink {
+ public:
+  RecordingSink(vocab::Server server, const std::string& hostname, std::int64_t now_ms,
+                recording::RecordingWriter& writer)
+      : job_(ServerJob(server)),
+        instance_(hostname + ":" + std::to_string(DefaultMetricsPort(server))),
+        now_ms_(now_ms),
+        writer_(writer) {}
+
+  void Family(const ServiceFamily& family) override { family_ = family.name; }
+
+  void Sample(std::string_view suffix, std::span<const model::LabelView> labels,
+              double value) override {
+    if (!status_.ok()) return;
+    name_.assign(family_);
+    name_ += suffix;
+    std::array<model::LabelView, 8> out{};
+    std::size_t n = 0;
+    const model::LabelView* le = nullptr;
+    for (const model::LabelView& l : labels) {
+      if (l.name == "le") {
+        le = &l;
+      } else if (n < out.size() - 3) {
+        out[n++] = l;
+      }
+    }
+    out[n++] = {"job", job_};
+    out[n++] = {"instance", instance_};
+    if (le != nullptr) out[n++] = *le;
+    status_ =
+        writer_.Append(name_, std::span<const model::LabelView>(out.data(), n), value, now_ms_);
+    if (status_.ok()) ++samples_;
+  }
+
+  const Status& status() const { return status_; }
+  std::uint64_t samples() const { return samples_; }
+
+ private:
+  std::string_view job_;
+  std::string instance_;
+  std::int64_t now_ms_;
+  recording::RecordingWriter& writer_;
+  std::string_view family_;
+  std::string name_;
+  Status status_ = Status::Ok();
+  std::uint64_t samples_ = 0;
+};
+
+// Appends what the server of `node` exposes now; vLLM as AppendVllm writes it.
+Result<std::uint64_t> AppendServer(const ServingNode& node, std::int64_t now_ms,
+                                   recording::RecordingWriter& writer) {
+  if (!node.server()) return std::uint64_t{0};
+  const vocab::Server server = *node.server();
+  if (server == vocab::Server::kVllm || server == vocab::Server::kVllmLegacy) {
+    return AppendVllm(node.state(), now_ms, writer);
+  }
+  RecordingSink sink(server, node.state().hostname, now_ms, writer);
+  switch (server) {
+    case vocab::Server::kVllm:
+    case vocab::Server::kVllmLegacy:
+      break;
+    case vocab::Server::kSglang:
+      VisitSglang(node.sglang(), sink);
+      break;
+    case vocab::Server::kTgi:
+      VisitTgi(node.tgi(), sink);
+      break;
+    case vocab::Server::kTritonTrtllm:
+      VisitTriton(node.triton(), sink);
+      break;
+  }
+  if (!sink.status().ok()) return Error(sink.status());
+  return sink.samples();
+}
+
 }  // namespace
 
 Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
@@ -201,10 +316,8 @@ Result<OfflineStats> WriteScenarioRecording(
     if (std::find(distinct.begin(), distinct.end(), w) != distinct.end()) continue;
     distinct.push_back(w);
     GC_RETURN_IF_ERROR(DeclareDcgmFamilies(*w));
-    for (const VllmVersion version : engine.vllm_versions()) {
-      for (const VllmFamilyInfo& f : VllmFamilies(version)) {
-        GC_RETURN_IF_ERROR(w->DeclareFamily(f.name, VllmKind(f.type), f.help));
-      }
+    for (const vocab::Server server : engine.servers()) {
+      GC_RETURN_IF_ERROR(DeclareServerFamilies(server, *w));
     }
   }
   std::vector<GpuLabels> labels = MakeGpuLabels(engine.fleet());
@@ -242,7 +355,7 @@ Result<OfflineStats> WriteScenarioRecording(
       }
       const ServingNode* server = engine.server(i);
       if (server == nullptr) continue;
-      Result<std::uint64_t> n = AppendVllm(server->state(), now, writer);
+      Result<std::uint64_t> n = AppendServer(*server, now, writer);
       if (!n) return Error(n.error());
       stats.samples += *n;
     }

@@ -39,8 +39,11 @@ Result<OfflineStats> WriteRecording(Fleet& fleet, const Fleet::Driver& driver,
 // time (options.start_ms is ignored: the engine's own start holds) and
 // records, every scrape interval, what a 1 s scraper of every node would have
 // stored: each node's dcgm-exporter fields (GPUs lost off the bus vanish) and
-// its vLLM metrics (absent while the server restarts; counters restart from 0
-// after a deploy), vLLM series labelled model_name and Hostname.
+// its model server's metrics as that server exposes them (vLLM, SGLang, TGI,
+// Triton; nothing for a `none` node; absent while the server restarts;
+// counters restart from 0 after a deploy), each with the server's own labels
+// plus job = the server (vllm, sglang, tgi, triton_trtllm) and instance =
+// "<node>:<the server's default port>" (8000, 30000, 80, 8002).
 Result<OfflineStats> WriteScenarioRecording(Engine& engine, const OfflineOptions& options,
                                             recording::RecordingWriter& writer);
 

@@ -12,7 +12,13 @@
 #include "dcgm/exposition.h"
 #include "dcgm/readings.h"
 #include "expfmt/reader.h"
+#include "sim/service_exposition.h"
+#include "sim/serving.h"
+#include "sim/sglang_render.h"
+#include "sim/tgi_render.h"
+#include "sim/triton_render.h"
 #include "sim/vllm_render.h"
+#include "vocab/service_measures.h"
 
 namespace gpucanary::sim {
 namespace {
@@ -387,6 +393,346 @@ TEST(VllmRenderTest, FamiliesLabelsAndBucketsAreTheRealServers) {
           << family;
     }
   }
+}
+
+// ---- SGLang, TGI, Triton ---------------------------------------------------
+
+// The shape of one family of a server's exposition: its type, its label
+// names (without le), the values of the labels that tell its samples apart
+// (Triton's request_type, kv_cache_block_type, response_metric_type), and
+// the bucket bounds, as written, of its first series.
+struct ServerFamilyShape {
+  model::MetricType type = model::MetricType::kUnknown;
+  std::set<std::string> labels;
+  std::set<std::string> kinds;
+  std::vector<std::string> bounds;
+};
+
+struct ServerExposition {
+  std::map<std::string, ServerFamilyShape> families;
+  // Sample name -> the label sets it was seen with.
+  std::map<std::string, std::vector<std::map<std::string, std::string>>> samples;
+};
+
+ServerExposition ReadServerExposition(std::string_view text, const std::string& name) {
+  ServerExposition e;
+  std::map<std::string, std::string> first_series;  // family -> its first bucket's labels
+  const expfmt::ReadReport report = expfmt::ReadBuffer(
+      text, expfmt::Format::kPrometheusText, name, {},
+      [&](const expfmt::SampleView& sample, std::string_view family, model::MetricType type) {
+        ServerFamilyShape& f = e.families[std::string(family)];
+        f.type = type;
+        std::map<std::string, std::string> labels;
+        std::string series;
+        std::string_view le;
+        for (const model::LabelView& l : sample.labels) {
+          labels[std::string(l.name)] = std::string(l.value);
+          if (l.name == "le") {
+            le = l.value;
+            continue;
+          }
+          f.labels.emplace(l.name);
+          series += std::string(l.name) + "=" + std::string(l.value) + ",";
+          if (l.name == "request_type" || l.name == "kv_cache_block_type" ||
+              l.name == "response_metric_type") {
+            f.kinds.emplace(std::string(l.name) + "=" + std::string(l.value));
+          }
+        }
+        if (sample.name.ends_with("_bucket")) {
+          auto it = first_series.emplace(std::string(family), series).first;
+          if (it->second == series) f.bounds.emplace_back(le);
+        }
+        e.samples[std::string(sample.name)].push_back(std::move(labels));
+      });
+  EXPECT_TRUE(report.ok()) << name << ": " << (report.messages.empty() ? "" : report.messages[0]);
+  return e;
+}
+
+ServerExposition ReadRealExposition(const std::string& file) {
+  return ReadServerExposition(
+      ReadFileText(std::string(GPUCANARY_SOURCE_DIR) + "/src/vocab/testdata/" + file), file);
+}
+
+// A node running `server` after 30 s at 20 requests/s, then 60 s without
+// traffic: every family its server has is filled.
+ServingNode Served(vocab::Server server) {
+  ServingProfile profile;
+  profile.model_name = "meta-llama/Llama-3.1-8B-Instruct";
+  ServingNode node(profile, "node-1", 11, server);
+  for (int i = 0; i < 300; ++i) node.Step(0.1, 20, 1);
+  for (int i = 0; i < 600; ++i) node.Step(0.1, 0, 1);
+  return node;
+}
+
+std::string Render(const ServingNode& node) {
+  std::string out;
+  RenderServerExposition(node, out);
+  return out;
+}
+
+struct ServerCase {
+  vocab::Server server;
+  const char* file;
+  // Families of the real exposition the simulator does not fill, and families
+  // of the server's source it fills that the committed exposition leaves out.
+  std::set<std::string> left_out;
+  std::set<std::string> added;
+};
+
+const std::vector<ServerCase>& ServerCases() {
+  static const std::vector<ServerCase> cases = {
+      {vocab::Server::kSglang, "sglang.prom", {}, {}},
+      {vocab::Server::kTgi,
+       "tgi.prom",
+       {},
+       // backends/v3/src/backend.rs; router/src/server.rs, durations' buckets.
+       {"tgi_batch_current_size", "tgi_request_queue_duration", "tgi_request_inference_duration"}},
+      {vocab::Server::kTritonTrtllm,
+       "triton_trtllm.prom",
+       // Nothing simulated fills them (triton_render.h).
+       {"nv_trt_llm_runtime_memory_metrics", "nv_trt_llm_inflight_batcher_metrics",
+        "nv_trt_llm_general_metrics", "nv_trt_llm_disaggregated_serving_metrics",
+        "nv_inference_exec_count", "nv_inference_queue_duration_us",
+        "nv_inference_compute_input_duration_us", "nv_inference_compute_infer_duration_us",
+        "nv_inference_compute_output_duration_us", "nv_inference_pending_request_count"},
+       {}},
+  };
+  return cases;
+}
+
+// What SGLang, TGI and Triton serve, from the committed expositions
+// (src/vocab/testdata, their sources in its README): every family there is
+// in the simulator's output with the same type, label names, distinguishing
+// label values and bucket bounds (as written), except those the simulator
+// leaves out; the simulator's other families are the server's own (same
+// labels, and a TGI duration's buckets are tgi_request_duration's). None has
+// a host label.
+TEST(ServerRenderTest, FamiliesLabelsAndBucketsAreTheRealServers) {
+  for (const ServerCase& c : ServerCases()) {
+    SCOPED_TRACE(c.file);
+    const ServingNode node = Served(c.server);
+    const std::string out = Render(node);
+    EXPECT_EQ(out.find("node-1"), std::string::npos);  // no host label
+    const ServerExposition sim = ReadServerExposition(out, "sim");
+    const ServerExposition real = ReadRealExposition(c.file);
+    ASSERT_FALSE(real.families.empty());
+    for (const auto& [family, shape] : real.families) {
+      SCOPED_TRACE(family);
+      auto it = sim.families.find(family);
+      if (c.left_out.contains(family)) {
+        EXPECT_EQ(it, sim.families.end());
+        continue;
+      }
+      ASSERT_NE(it, sim.families.end()) << family << " is not in the simulator's output";
+      EXPECT_EQ(it->second.type, shape.type);
+      EXPECT_EQ(it->second.labels, shape.labels);
+      EXPECT_EQ(it->second.kinds, shape.kinds);
+      EXPECT_EQ(it->second.bounds, shape.bounds);
+    }
+    for (const auto& [family, shape] : sim.families) {
+      if (real.families.contains(family)) continue;
+      SCOPED_TRACE(family);
+      EXPECT_TRUE(c.added.contains(family));
+      EXPECT_TRUE(shape.labels.empty());  // TGI's have none
+      if (shape.type == model::MetricType::kHistogram) {
+        EXPECT_EQ(shape.bounds, real.families.at("tgi_request_duration").bounds);
+      }
+    }
+  }
+}
+
+// The render is recognised as its server, and every row of the service-measure
+// table for that server finds its samples there, with the row's label.
+TEST(ServerRenderTest, DetectedAsItsServerAndEveryMeasureResolves) {
+  for (const ServerCase& c : ServerCases()) {
+    SCOPED_TRACE(c.file);
+    const ServerExposition sim = ReadServerExposition(Render(Served(c.server)), "sim");
+    std::vector<std::string> names;
+    for (const auto& [family, shape] : sim.families) names.push_back(family);
+    EXPECT_EQ(vocab::DetectServer(names), c.server);
+    int rows = 0;
+    for (const vocab::ServiceMetric& row : vocab::ServiceMetrics()) {
+      if (row.server != c.server) continue;
+      ++rows;
+      for (const std::string& name : vocab::SampleNames(row)) {
+        SCOPED_TRACE(name);
+        auto it = sim.samples.find(name);
+        ASSERT_NE(it, sim.samples.end());
+        if (row.selector.empty()) continue;
+        bool found = false;
+        for (const auto& labels : it->second) {
+          auto l = labels.find(std::string(row.selector.name));
+          found |= l != labels.end() && l->second == row.selector.value;
+        }
+        EXPECT_TRUE(found) << row.selector.name << "=" << row.selector.value;
+      }
+      if (row.type == vocab::SourceType::kHistogram) {
+        EXPECT_EQ(sim.families.at(std::string(row.metric)).type, model::MetricType::kHistogram);
+      }
+    }
+    EXPECT_GE(rows, 4);
+  }
+}
+
+std::string RustFloat(double v) {
+  std::string s;
+  AppendRustFloat(v, s);
+  return s;
+}
+
+std::string CppFloat(double v) {
+  std::string s;
+  AppendCppFloat(v, s);
+  return s;
+}
+
+TEST(ServerRenderTest, NumberFormatsOfTheServersLibraries) {
+  // Rust's Display for f64: shortest round-trip digits, never an exponent.
+  EXPECT_EQ(RustFloat(0), "0");
+  EXPECT_EQ(RustFloat(201), "201");
+  EXPECT_EQ(RustFloat(1024), "1024");
+  EXPECT_EQ(RustFloat(0.5), "0.5");
+  EXPECT_EQ(RustFloat(5.31), "5.31");
+  EXPECT_EQ(RustFloat(0.0001 * 1.5), "0.00015000000000000001");
+  EXPECT_EQ(RustFloat(40.96 * 35), "1433.6000000000001");
+  EXPECT_EQ(RustFloat(1e20), "100000000000000000000");
+  EXPECT_EQ(RustFloat(1e-7), "0.0000001");
+  EXPECT_EQ(RustFloat(std::numeric_limits<double>::quiet_NaN()), "NaN");
+  EXPECT_EQ(RustFloat(std::numeric_limits<double>::infinity()), "inf");
+  // prometheus-cpp: "%.16g".
+  EXPECT_EQ(CppFloat(0), "0");
+  EXPECT_EQ(CppFloat(1610236), "1610236");
+  EXPECT_EQ(CppFloat(0.4875), "0.4875");
+  EXPECT_EQ(CppFloat(0.1 + 0.2), "0.3");
+  EXPECT_EQ(CppFloat(1e20), "1e+20");
+  EXPECT_EQ(CppFloat(std::numeric_limits<double>::quiet_NaN()), "Nan");
+  EXPECT_EQ(CppFloat(-std::numeric_limits<double>::infinity()), "-Inf");
+  // The TGI bounds are computed as server.rs computes them.
+  EXPECT_EQ(RustFloat(TgiDurationBuckets()[0]), "0.00015000000000000001");
+  EXPECT_EQ(RustFloat(TgiDurationBuckets()[34]), "145.61096060497135");
+  EXPECT_EQ(RustFloat(TgiGeneratedTokensBuckets()[34]), "1433.6000000000001");
+  EXPECT_EQ(RustFloat(TgiGeneratedTokensBuckets()[99]), "4096");
+}
+
+// metrics-exporter-prometheus 0.15: HELP, TYPE, no labels, buckets then _sum
+// and _count, a blank line after every family; families appear once touched.
+TEST(ServerRenderTest, TgiTextIsMetricsExporterPrometheuss) {
+  TgiState s;
+  std::string out;
+  RenderTgiExposition(s, out);
+  EXPECT_EQ(out, "");  // a router that has seen no request shows none of these
+  s.request_count = 3;
+  s.queue_size = 1;
+  RenderTgiExposition(s, out);
+  EXPECT_EQ(out,
+            "# HELP tgi_request_count Total number of requests\n"
+            "# TYPE tgi_request_count counter\n"
+            "tgi_request_count 3\n"
+            "\n"
+            "# HELP tgi_queue_size Current queue size\n"
+            "# TYPE tgi_queue_size gauge\n"
+            "tgi_queue_size 1\n"
+            "\n");
+  s.batched = true;
+  s.request_success = 2;
+  s.request_duration.Observe(0.0002);
+  s.request_duration.Observe(0.5);
+  out.clear();
+  RenderTgiExposition(s, out);
+  EXPECT_EQ(out.rfind("# HELP tgi_request_success Number of successful requests\n"
+                      "# TYPE tgi_request_success counter\n"
+                      "tgi_request_success 2\n\n",
+                      0),
+            0u);
+  EXPECT_NE(out.find("# HELP tgi_request_duration Request duration\n"
+                     "# TYPE tgi_request_duration histogram\n"
+                     "tgi_request_duration_bucket{le=\"0.00015000000000000001\"} 0\n"
+                     "tgi_request_duration_bucket{le=\"0.00022500000000000002\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("tgi_request_duration_bucket{le=\"145.61096060497135\"} 2\n"
+                     "tgi_request_duration_bucket{le=\"+Inf\"} 2\n"
+                     "tgi_request_duration_sum 0.5002\n"
+                     "tgi_request_duration_count 2\n\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("tgi_request_generated_tokens_bucket{le=\"4096\"} 0\n"), std::string::npos);
+  EXPECT_NE(out.find("tgi_batch_current_size 0\n"), std::string::npos);
+  EXPECT_TRUE(ReadServerExposition(out, "tgi").families.size() == 9);
+}
+
+// prometheus_client in multiprocess mode: _sum, buckets with `le` first, _count;
+// Python floats; a family appears with its first value.
+TEST(ServerRenderTest, SglangTextIsMultiprocessPrometheusClients) {
+  SglangState s;
+  s.model_name = "m";
+  std::string out;
+  RenderSglangExposition(s, out);
+  EXPECT_EQ(out, "");
+  s.time_to_first_token_seconds.Observe(0.03);
+  s.time_to_first_token_seconds.Observe(0.5);
+  RenderSglangExposition(s, out);
+  EXPECT_EQ(out.rfind("# HELP sglang:time_to_first_token_seconds Histogram of time to first token "
+                      "in seconds.\n"
+                      "# TYPE sglang:time_to_first_token_seconds histogram\n"
+                      "sglang:time_to_first_token_seconds_sum{model_name=\"m\"} 0.53\n"
+                      "sglang:time_to_first_token_seconds_bucket{le=\"0.001\",model_name=\"m\"} "
+                      "0.0\n",
+                      0),
+            0u);
+  EXPECT_NE(
+      out.find("sglang:time_to_first_token_seconds_bucket{le=\"0.04\",model_name=\"m\"} 1.0\n"),
+      std::string::npos);
+  EXPECT_NE(out.find("sglang:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 2.0\n"
+                     "sglang:time_to_first_token_seconds_count{model_name=\"m\"} 2.0\n"),
+            std::string::npos);
+  EXPECT_EQ(out.find("sglang:num_running_reqs"), std::string::npos);  // no batch yet
+  s.scheduled = true;
+  s.num_running_reqs = 162;
+  s.requests_finished = 1;
+  s.prompt_tokens_total = 8128902;
+  out.clear();
+  RenderSglangExposition(s, out);
+  EXPECT_NE(out.find("sglang:num_running_reqs{model_name=\"m\"} 162.0\n"), std::string::npos);
+  EXPECT_NE(out.find("sglang:prompt_tokens_total{model_name=\"m\"} 8.128902e+06\n"),
+            std::string::npos);
+}
+
+// prometheus-cpp: labels sorted, `le` last, _count and _sum before the
+// buckets; every family from the start.
+TEST(ServerRenderTest, TritonTextIsPrometheusCpps) {
+  TritonState s;
+  std::string out;
+  RenderTritonExposition(s, out);
+  EXPECT_EQ(ReadServerExposition(out, "triton").families.size(), kTritonFamilies.size());
+  s.kv_fraction = 0.4875;
+  s.kv_max = 6239;
+  s.waiting = 1;
+  s.first_response_ms.Observe(120);
+  s.output_token_len.Observe(30);
+  out.clear();
+  RenderTritonExposition(s, out);
+  EXPECT_NE(out.find("# HELP nv_trt_llm_request_metrics TRT LLM request metrics\n"
+                     "# TYPE nv_trt_llm_request_metrics gauge\n"
+                     "nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"waiting\","
+                     "version=\"1\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"fraction\","
+                     "model=\"tensorrt_llm\",version=\"1\"} 0.4875\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"max\","
+                     "model=\"tensorrt_llm\",version=\"1\"} 6239\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("nv_inference_first_response_histogram_ms_count{model=\"tensorrt_llm\","
+                     "version=\"1\"} 1\n"
+                     "nv_inference_first_response_histogram_ms_sum{model=\"tensorrt_llm\","
+                     "version=\"1\"} 120\n"
+                     "nv_inference_first_response_histogram_ms_bucket{model=\"tensorrt_llm\","
+                     "version=\"1\",le=\"100\"} 0\n"
+                     "nv_inference_first_response_histogram_ms_bucket{model=\"tensorrt_llm\","
+                     "version=\"1\",le=\"500\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("nv_llm_output_token_len_bucket{model=\"tensorrt_llm\",response_metric_type="
+                     "\"total_output_tokens\",version=\"1\",le=\"50\"} 1\n"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -209,14 +209,14 @@ class ScenarioParser {
     if (const YAML::Node* server = f.Find("server")) {
       Result<std::string> name = ReadString(r_, *server, Child(field, "server"));
       if (!name) return name.error();
-      std::optional<VllmVersion> version = ParseVllmVersion(*name);
-      if (!version) {
+      std::optional<ServerKind> kind = ParseServerKind(*name);
+      if (!kind) {
         return r_
             .Fail(*server, Child(field, "server"),
-                  "unknown server '" + *name + "' (known: vllm, vllm_legacy)")
+                  "unknown server '" + *name + "' (known: " + std::string(kServerKindNames) + ")")
             .value();
       }
-      group->vllm_version = *version;
+      group->server = *kind;
     }
     if (const YAML::Node* label = f.Find("hostname_label")) {
       Result<std::string> name = ReadString(r_, *label, Child(field, "hostname_label"));

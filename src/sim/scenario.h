@@ -39,7 +39,7 @@
 #include "core/status.h"
 #include "sim/gpu_model.h"
 #include "sim/gpu_profile.h"
-#include "sim/vllm_render.h"
+#include "sim/server_kind.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::sim {
@@ -50,9 +50,10 @@ struct NodeGroup {
   const GpuProfile* profile = nullptr;  // never null after a successful parse; static storage
   std::string driver;                   // DCGM_FI_DRIVER_VERSION
   int gpus_per_node = 8;                // `gpus:`, 1..64
-  // `server:` vllm (current, the default) or vllm_legacy: the model server's
-  // metric names (vllm_render.h).
-  VllmVersion vllm_version = VllmVersion::kCurrent;
+  // `server:` vllm (current vLLM, the default), vllm_legacy, sglang, tgi,
+  // triton_trtllm, or none (no service metrics: a DCGM-only node that still
+  // runs its workload). server_kind.h; what each serves: docs/simulator.md.
+  ServerKind server = vocab::Server::kVllm;
   // `hostname_label:` Hostname (dcgm-exporter up to 4.8.1, the default) or
   // hostname (4.8.2 on).
   bool lowercase_hostname = false;

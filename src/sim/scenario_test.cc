@@ -117,6 +117,42 @@ events:
   EXPECT_THAT(s->events[4].nodes, ElementsAre("a100-a"));
 }
 
+// `server:` names every server the simulator renders, or none; vllm by default.
+TEST(ScenarioTest, ServerNames) {
+  Result<Scenario> s = ParseScenario(R"(duration: 60s
+fleet:
+  - {nodes: n0, gpu: h100-sxm}
+  - {nodes: n1, gpu: h100-sxm, server: vllm}
+  - {nodes: n2, gpu: h100-sxm, server: vllm_legacy}
+  - {nodes: n3, gpu: h100-sxm, server: sglang}
+  - {nodes: n4, gpu: h100-sxm, server: tgi}
+  - {nodes: n5, gpu: h100-sxm, server: triton_trtllm}
+  - {nodes: n6, gpu: h100-sxm, server: none}
+)",
+                                     "servers.yaml");
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  ASSERT_EQ(s->fleet.size(), 7u);
+  EXPECT_EQ(s->fleet[0].server, vocab::Server::kVllm);
+  EXPECT_EQ(s->fleet[1].server, vocab::Server::kVllm);
+  EXPECT_EQ(s->fleet[2].server, vocab::Server::kVllmLegacy);
+  EXPECT_EQ(s->fleet[3].server, vocab::Server::kSglang);
+  EXPECT_EQ(s->fleet[4].server, vocab::Server::kTgi);
+  EXPECT_EQ(s->fleet[5].server, vocab::Server::kTritonTrtllm);
+  EXPECT_EQ(s->fleet[6].server, std::nullopt);
+  for (const NodeGroup& g : s->fleet) {
+    const std::optional<ServerKind> back = ParseServerKind(ServerKindName(g.server));
+    ASSERT_TRUE(back.has_value()) << ServerKindName(g.server);
+    EXPECT_EQ(*back, g.server) << ServerKindName(g.server);
+  }
+  EXPECT_EQ(ParseServerKind("TGI"), std::nullopt);  // names are exact
+  EXPECT_EQ(DefaultMetricsPort(vocab::Server::kVllmLegacy), 8000);
+  EXPECT_EQ(DefaultMetricsPort(vocab::Server::kSglang), 30000);
+  EXPECT_EQ(DefaultMetricsPort(vocab::Server::kTgi), 80);
+  EXPECT_EQ(DefaultMetricsPort(vocab::Server::kTritonTrtllm), 8002);
+  EXPECT_EQ(ServerJob(vocab::Server::kVllmLegacy), "vllm");
+  EXPECT_EQ(ServerJob(vocab::Server::kTritonTrtllm), "triton_trtllm");
+}
+
 TEST(ScenarioTest, GpuSelector) {
   EXPECT_THAT(*ExpandGpuSelector("all", 4), ElementsAre(0, 1, 2, 3));
   EXPECT_THAT(*ExpandGpuSelector("0-3", 8), ElementsAre(0, 1, 2, 3));
@@ -147,7 +183,8 @@ const BadCase kBadCases[] = {
     {"unknown GPU profile", "duration: 60s\nfleet:\n  - nodes: n1\n    gpu: h300\n",
      "t.yaml:4:10: fleet[0].gpu:", "unknown GPU profile 'h300' (known: h100-sxm, h200"},
     {"unknown server", "duration: 60s\nfleet:\n  - {nodes: n1, gpu: h200, server: trtllm}\n",
-     "t.yaml:3:36: fleet[0].server:", "unknown server 'trtllm' (known: vllm, vllm_legacy)"},
+     "t.yaml:3:36: fleet[0].server:",
+     "unknown server 'trtllm' (known: vllm, vllm_legacy, sglang, tgi, triton_trtllm, none)"},
     {"bad hostname label",
      "duration: 60s\nfleet:\n  - {nodes: n1, gpu: h200, hostname_label: host}\n",
      "t.yaml:3:44: fleet[0].hostname_label:", "expected Hostname or hostname, got 'host'"},

@@ -3,7 +3,10 @@
 // continuous batching and chunked prefill, tensor-parallel over the node's
 // GPUs (so the node runs at the pace of its slowest GPU), simulated request by
 // request in fixed steps of simulated time (docs/simulator.md, "Serving model
-// (vLLM)"). It produces what vLLM's /metrics shows (VllmState) and the load
+// (vLLM)"). It produces what vLLM's /metrics shows (VllmState, kept whatever
+// the node's server), what the node's own server shows when that is SGLang,
+// TGI or Triton (sglang(), tgi(), triton(): the same requests, recorded as
+// that server records them, some per request when it finishes), and the load
 // its kernels put on the GPUs (gpu_load, for GpuModel's Workload.load).
 //
 // Requests. Arrivals are a Poisson process of the rate given at each step
@@ -32,6 +35,12 @@
 // counters move in whole tokens as they are produced, so their rates are the
 // token throughputs.
 //
+// Per request, for the other servers (no random draw depends on it): its
+// arrival, the start of its prefill (the start of its batch, TGI's queue
+// time), its first token (TTFT), every later token (SGLang's running mean
+// gap), its end (e2e, its lengths): see sglang_render.h, tgi_render.h,
+// triton_render.h for what each records when.
+//
 // Not modelled: KV-cache preemption (admission reserves the prompt, decode
 // grows past the capacity without evicting; the gauge saturates at 1),
 // prefix caching, speculative decoding, request cancellation.
@@ -46,6 +55,10 @@
 #include <string>
 #include <vector>
 
+#include "sim/server_kind.h"
+#include "sim/sglang_render.h"
+#include "sim/tgi_render.h"
+#include "sim/triton_render.h"
 #include "sim/vllm_render.h"
 
 namespace gpucanary::sim {
@@ -84,6 +97,11 @@ class ServingNode {
   // `version`: which vLLM's metric names state() is rendered with.
   ServingNode(const ServingProfile& profile, std::string hostname, std::uint64_t seed,
               VllmVersion version = VllmVersion::kCurrent);
+  // `server`: the server the node exposes (vLLM's version, or SGLang, TGI,
+  // Triton, whose state is then kept too; none: vLLM's state only, for
+  // tests and the control API). The dynamics and draws are the same for all.
+  ServingNode(const ServingProfile& profile, std::string hostname, std::uint64_t seed,
+              ServerKind server);
 
   // Advances dt_s seconds of simulated time. Requests arrive as a Poisson
   // process of rate `arrival_rate_per_s` (<= 0 or NaN: none, e.g. cordoned).
@@ -102,6 +120,12 @@ class ServingNode {
   double gpu_load() const { return gpu_load_; }
   double tokens_per_second() const { return tokens_per_second_; }  // generated, last step
   const VllmState& state() const { return state_; }
+  ServerKind server() const { return server_; }
+  // The node's own server's metrics; kept only when server() is that server
+  // (otherwise as constructed: nothing recorded).
+  const SglangState& sglang() const { return sglang_; }
+  const TgiState& tgi() const { return tgi_; }
+  const TritonState& triton() const { return triton_; }
 
   double now_s() const { return now_s_; }
   std::size_t num_waiting() const { return waiting_size_; }
@@ -116,8 +140,9 @@ class ServingNode {
  private:
   struct Request {
     double arrival_s = 0;
-    double start_s = 0;   // decode: when its first token came
-    double progress = 0;  // prefill: prompt tokens done; decode: tokens generated
+    double admitted_s = 0;  // when its prefill began (it left the waiting queue)
+    double start_s = 0;     // decode: when its first token came
+    double progress = 0;    // prefill: prompt tokens done; decode: tokens generated
     std::int32_t prompt_tokens = 0;
     std::int32_t output_tokens = 0;
   };
@@ -128,12 +153,22 @@ class ServingNode {
   void StartDecode(Request& r, double t_s);
   void Finish(const Request& r, double t_s);
   void RunDecode(double t0, double t1, double speed, double prefill_busy_s);
+  // SGLang: tokens k_first..k_last of `r` (k >= 2 only), reached from progress
+  // p0 at `start` at token_rate, each observe (t_k - t_first) / (k - 1).
+  void ObserveSglangTokens(const Request& r, double start, double p0, std::int64_t k_first,
+                           std::int64_t k_last, double token_rate);
+  // The servers' gauges at the end of a step.
+  void UpdateServerGauges();
   // Waiting queue: a ring over waiting_buf_, grown by doubling up to max_waiting.
   void PushWaiting(const Request& r);
   Request PopWaiting();
 
   ServingProfile profile_;
+  ServerKind server_;
   VllmState state_;
+  SglangState sglang_;
+  TgiState tgi_;
+  TritonState triton_;
   std::mt19937_64 rng_;
   std::exponential_distribution<double> unit_exp_{1.0};
   std::lognormal_distribution<double> prompt_dist_;
@@ -150,12 +185,17 @@ class ServingNode {
   std::int64_t kv_held_ = 0;  // prompt + generated tokens of admitted requests
   std::uint64_t rejected_total_ = 0;
   std::uint64_t arrived_total_ = 0;
+  std::uint64_t admitted_total_ = 0;  // requests whose prefill began
   double generated_in_step_ = 0;
   double decode_active_ = 0;  // fraction of the last step with a decode batch
   double decode_batch_ = 0;   // its size (requests that decoded in the last step)
   double gpu_load_ = 0;
   double tokens_per_second_ = 0;
 };
+
+// Appends the /metrics text of the server `node` runs (vLLM's version,
+// SGLang, TGI or Triton) to `out`; nothing for a node without one (none).
+void RenderServerExposition(const ServingNode& node, std::string& out);
 
 // histogram_quantile(q, h) as Prometheus computes it (promql/quantile.go,
 // bucketQuantile): rank = q * count; the first bucket whose cumulative count

@@ -475,5 +475,160 @@ TEST(ServingNodeTest, OfflineRecordingsCarryInterTokenLatency) {
   std::remove(path.c_str());
 }
 
+// ---- What the other servers record --------------------------------------
+
+// A load that varies (idle, light, past capacity, a slow GPU, idle again),
+// so queueing, batching and draining all happen.
+double RateAt(int step) { return step < 50 ? 0 : (step < 900 ? 30 : (step < 1500 ? 90 : 0)); }
+double SpeedAt(int step) { return step >= 1100 && step < 1300 ? 0.5 : 1.0; }
+constexpr int kSteps = 3000;
+
+// The server a node exposes changes what it records, never what it does: the
+// same draws, dynamics and GPU load, vLLM's state byte for byte.
+TEST(ServingServersTest, SameRequestsAndLoadWhateverTheServer) {
+  ServingProfile p;
+  p.max_waiting = 1000;  // some arrivals are refused past capacity
+  ServingNode vllm(p, "node-1", 21);
+  std::vector<ServingNode> others;
+  for (const ServerKind& kind :
+       {ServerKind(vocab::Server::kSglang), ServerKind(vocab::Server::kTgi),
+        ServerKind(vocab::Server::kTritonTrtllm), ServerKind()}) {
+    others.emplace_back(p, "node-1", 21, kind);
+  }
+  for (int i = 0; i < kSteps; ++i) {
+    vllm.Step(kDt, RateAt(i), SpeedAt(i));
+    for (ServingNode& n : others) {
+      n.Step(kDt, RateAt(i), SpeedAt(i));
+      ASSERT_EQ(n.gpu_load(), vllm.gpu_load()) << ServerKindName(n.server()) << " step " << i;
+    }
+  }
+  std::string want;
+  RenderVllmExposition(vllm.state(), want);
+  EXPECT_GT(vllm.rejected_total(), 0u);
+  for (const ServingNode& n : others) {
+    std::string got;
+    RenderVllmExposition(n.state(), got);
+    EXPECT_EQ(got, want) << ServerKindName(n.server());
+    EXPECT_EQ(n.arrived_total(), vllm.arrived_total());
+  }
+  // A node without a server renders nothing; one with vLLM renders vLLM.
+  std::string none;
+  RenderServerExposition(others.back(), none);
+  EXPECT_EQ(none, "");
+  std::string mine;
+  RenderServerExposition(vllm, mine);
+  EXPECT_EQ(mine, want);
+}
+
+ServingNode RunServer(vocab::Server server, int steps) {
+  ServingProfile p;
+  p.max_waiting = 1000;
+  ServingNode node(p, "node-1", 21, server);
+  for (int i = 0; i < steps; ++i) node.Step(kDt, RateAt(i), SpeedAt(i));
+  return node;
+}
+
+// SGLang counts a request's tokens when it finishes, observes TTFT at its
+// first token, and at every later token k the running mean gap
+// (t_k - t_first) / (k - 1): once drained, its counters equal vLLM's, and
+// the per-token histogram has one observation per token after each first.
+TEST(ServingServersTest, SglangCountsRequestsWhenTheyFinish) {
+  const ServingNode mid = RunServer(vocab::Server::kSglang, 1000);
+  const SglangState& m = mid.sglang();
+  EXPECT_LT(m.generation_tokens_total, mid.state().generation_tokens_total);  // in flight
+  EXPECT_EQ(m.time_to_first_token_seconds.count, mid.state().time_to_first_token_seconds.count);
+  EXPECT_TRUE(m.scheduled);
+  EXPECT_EQ(m.num_running_reqs, mid.state().num_requests_running);
+  EXPECT_EQ(m.num_queue_reqs, mid.state().num_requests_waiting);
+  EXPECT_EQ(m.token_usage, mid.state().gpu_cache_usage_perc);
+  EXPECT_EQ(m.gen_throughput, mid.tokens_per_second());
+
+  const ServingNode node = RunServer(vocab::Server::kSglang, kSteps);
+  const SglangState& s = node.sglang();
+  const VllmState& v = node.state();
+  ASSERT_EQ(node.num_running() + node.num_waiting(), 0u);  // drained
+  EXPECT_EQ(static_cast<double>(s.requests_finished), v.request_success_total);
+  EXPECT_EQ(s.prompt_tokens_total, v.prompt_tokens_total);
+  EXPECT_EQ(s.generation_tokens_total, v.generation_tokens_total);
+  EXPECT_EQ(s.e2e_request_latency_seconds.count, v.e2e_request_latency_seconds.count);
+  EXPECT_DOUBLE_EQ(s.e2e_request_latency_seconds.sum, v.e2e_request_latency_seconds.sum);
+  EXPECT_EQ(s.time_to_first_token_seconds.count, v.time_to_first_token_seconds.count);
+  EXPECT_DOUBLE_EQ(s.time_to_first_token_seconds.sum, v.time_to_first_token_seconds.sum);
+  EXPECT_EQ(static_cast<double>(s.time_per_output_token_seconds.count),
+            v.generation_tokens_total - v.request_success_total);
+  // The running mean lies within the iteration times the batch saw.
+  const double mean = s.time_per_output_token_seconds.sum /
+                      static_cast<double>(s.time_per_output_token_seconds.count);
+  EXPECT_GT(mean, 0.012);
+  EXPECT_LT(mean, 0.1);
+  EXPECT_EQ(s.num_running_reqs, 0);
+  EXPECT_EQ(s.num_used_tokens, 0);
+}
+
+// TGI records one observation per finished request in each of its request
+// histograms: e2e, queue and inference time, mean time per token (inference
+// time / output tokens) and output tokens; tgi_request_count counts every
+// request received.
+TEST(ServingServersTest, TgiObservesEachRequestOnceWhenItFinishes) {
+  const ServingNode node = RunServer(vocab::Server::kTgi, kSteps);
+  const TgiState& t = node.tgi();
+  const VllmState& v = node.state();
+  ASSERT_EQ(node.num_running() + node.num_waiting(), 0u);
+  EXPECT_EQ(t.request_count, static_cast<double>(node.arrived_total()));
+  EXPECT_EQ(t.request_success, v.request_success_total);
+  const auto n = static_cast<std::uint64_t>(v.request_success_total);
+  for (const VllmHistogram<35>* h :
+       {&t.request_duration, &t.request_queue_duration, &t.request_inference_duration,
+        &t.request_mean_time_per_token_duration}) {
+    EXPECT_EQ(h->count, n);
+  }
+  EXPECT_EQ(t.request_generated_tokens.count, n);
+  EXPECT_EQ(t.request_generated_tokens.sum, v.generation_tokens_total);
+  EXPECT_DOUBLE_EQ(t.request_duration.sum, v.e2e_request_latency_seconds.sum);
+  EXPECT_NEAR(t.request_queue_duration.sum + t.request_inference_duration.sum,
+              t.request_duration.sum, 1e-6 * t.request_duration.sum);
+  // Per request: mean time per token = inference time / its tokens, so the
+  // means sit between a decode iteration and a prefill-heavy short request.
+  const double mean_tpt = t.request_mean_time_per_token_duration.sum / static_cast<double>(n);
+  EXPECT_GT(mean_tpt, 0.012);
+  EXPECT_LT(mean_tpt, 0.2);
+  EXPECT_TRUE(t.batched);
+  EXPECT_EQ(t.queue_size, 0);
+}
+
+// Triton counts successes, refusals and request microseconds, the first
+// response in whole milliseconds and each request's output length.
+TEST(ServingServersTest, TritonCountsRequestsAndTheirDurations) {
+  const ServingNode node = RunServer(vocab::Server::kTritonTrtllm, kSteps);
+  const TritonState& t = node.triton();
+  const VllmState& v = node.state();
+  EXPECT_EQ(t.request_success, v.request_success_total);
+  EXPECT_EQ(t.inference_count, v.request_success_total);
+  EXPECT_EQ(t.request_failure, static_cast<double>(node.rejected_total()));
+  EXPECT_GT(t.request_failure, 0);
+  // Whole microseconds per request: within 1 us of vLLM's e2e seconds each.
+  EXPECT_NEAR(t.request_duration_us, v.e2e_request_latency_seconds.sum * 1e6,
+              v.request_success_total);
+  EXPECT_EQ(t.request_duration_us, std::floor(t.request_duration_us));
+  EXPECT_EQ(t.output_token_len.count, v.e2e_request_latency_seconds.count);
+  EXPECT_EQ(t.output_token_len.sum, v.generation_tokens_total);
+  EXPECT_EQ(t.first_response_ms.count, v.time_to_first_token_seconds.count);
+  EXPECT_NEAR(t.first_response_ms.sum, v.time_to_first_token_seconds.sum * 1e3,
+              static_cast<double>(t.first_response_ms.count));
+  EXPECT_EQ(t.max, 256);
+  EXPECT_EQ(t.kv_max, 6250);  // 400000 tokens in blocks of 64
+  EXPECT_EQ(t.kv_used, 0);
+  EXPECT_EQ(t.kv_free, 6250);
+
+  // Mid-run: blocks of 64 tokens, rounded up.
+  const ServingNode mid = RunServer(vocab::Server::kTritonTrtllm, 1000);
+  const TritonState& m = mid.triton();
+  EXPECT_EQ(m.kv_used, std::ceil(static_cast<double>(mid.kv_tokens_held()) / 64));
+  EXPECT_EQ(m.kv_used + m.kv_free, m.kv_max);
+  EXPECT_DOUBLE_EQ(m.kv_fraction, m.kv_used / m.kv_max);
+  EXPECT_EQ(m.waiting, static_cast<double>(mid.num_waiting()));
+  EXPECT_EQ(m.active, static_cast<double>(mid.num_running()));
+}
+
 }  // namespace
 }  // namespace gpucanary::sim

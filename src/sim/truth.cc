@@ -97,7 +97,7 @@ Status WriteReleasesJsonl(const std::vector<ReleaseAnnotation>& annotations,
       j["service"] = "sim";
       j["version"] = a.id;
       j["model"] = a.model;
-      j["framework"] = "vllm";
+      if (!a.framework.empty()) j["framework"] = a.framework;
       j["environment"] = "sim";
       j["started_at"] = Seconds(a.started_at_ms);
       j["targets"] = a.targets;
