@@ -207,7 +207,9 @@ TEST_P(ServersCliTest, DefaultPolicyFailsABadRelease) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryServer, ServersCliTest, ::testing::Values("vllm", "vllm_legacy"),
+INSTANTIATE_TEST_SUITE_P(EveryServer, ServersCliTest,
+                         ::testing::Values("vllm", "vllm_legacy", "sglang", "tgi", "triton_trtllm",
+                                           "none"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

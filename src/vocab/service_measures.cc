@@ -257,6 +257,17 @@ std::optional<Server> DetectServer(const std::vector<std::string>& names) {
   return DetectServer(std::span<const std::string_view>(views));
 }
 
+bool IsServiceCounter(std::string_view sample) {
+  for (const ServiceMetric& row : kRows) {
+    if (row.type == SourceType::kCounter && sample == row.metric) return true;
+    if (row.type == SourceType::kCounterRatio &&
+        (sample == row.metric || sample == row.denominator)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::ostream& operator<<(std::ostream& out, ServiceMeasure value) { return out << Name(value); }
 std::ostream& operator<<(std::ostream& out, Server value) { return out << Name(value); }
 std::ostream& operator<<(std::ostream& out, GpuMeasure value) { return out << Name(value); }

@@ -135,6 +135,13 @@ std::string_view MeasureUnit(ServiceMeasure measure);
 // _count, a ratio's two counters, else the metric itself.
 std::vector<std::string> SampleNames(const ServiceMetric& row);
 
+// Whether `sample` is a counter some server's measure reads (a kCounter row's
+// metric, a kCounterRatio row's two counters). Servers that write counters
+// without "_total" (TGI, Triton) have them recorded as `unknown` by an
+// OpenMetrics writer, which cannot declare a counter without the suffix;
+// readers take these names as counters all the same.
+bool IsServiceCounter(std::string_view sample);
+
 // The server whose metrics these are, from the family (or sample) names of
 // one scrape or recording; nullopt when none of the five is recognized. A
 // vLLM that exposes the current names is kVllm even while it still exposes

@@ -135,5 +135,18 @@ TEST(ServiceMeasuresTest, TableShape) {
   EXPECT_EQ(MeasureUnit(ServiceMeasure::kKvCacheUsage), "fraction");
 }
 
+// Counters without "_total" (TGI, Triton) that an OpenMetrics recording
+// writes as `unknown`: the readers take them as counters.
+TEST(ServiceMeasuresTest, CountersWithoutTotalAreKnown) {
+  EXPECT_TRUE(IsServiceCounter("nv_inference_request_duration_us"));
+  EXPECT_TRUE(IsServiceCounter("nv_inference_request_success"));
+  EXPECT_TRUE(IsServiceCounter("nv_llm_output_token_len_sum"));
+  EXPECT_TRUE(IsServiceCounter("vllm:generation_tokens_total"));
+  EXPECT_TRUE(IsServiceCounter("tgi_request_generated_tokens_sum"));
+  EXPECT_FALSE(IsServiceCounter("tgi_queue_size"));                    // a gauge
+  EXPECT_FALSE(IsServiceCounter("vllm:inter_token_latency_seconds"));  // a histogram family
+  EXPECT_FALSE(IsServiceCounter("DCGM_FI_DEV_SM_CLOCK"));
+}
+
 }  // namespace
 }  // namespace gpucanary::vocab

@@ -120,7 +120,9 @@ struct Measure {
   // kNodeTail: the histogram families (one per server for a measure) and
   // the catalog indices of those seen so far.
   std::vector<std::string> families;
+  std::vector<double> family_scales;  // per family: its bounds times this are seconds
   std::vector<int> family_metrics;
+  std::vector<int> family_of_metric;  // per family_metrics entry: its index in families
 };
 
 // Whether `change` (relative, NaN: unknown) is worse than `margin` in the

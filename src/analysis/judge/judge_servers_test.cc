@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -23,6 +25,7 @@ namespace gpucanary::analysis {
 namespace {
 
 constexpr std::int64_t kT0 = 1764680000;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 using vocab::Server;
 using vocab::ServiceMeasure;
@@ -190,6 +193,84 @@ TEST(JudgeNodeGaugeTest, NodeGaugeIsComparedAsTheNodesValue) {
     EXPECT_EQ(r.metrics[0].result, "high");
     EXPECT_EQ(r.verdict, Verdict::kFail);
   }
+}
+
+// The p99 of a measure whose servers bucket differently: Triton's time to
+// first token is a histogram in milliseconds, SGLang's in seconds with other
+// bounds. Each node observes TTFTs uniform in [0.1 s, 0.3 s): the p99 is
+// compared in seconds (not 1000x: Triton's bounds are scaled), and an arm
+// that mixes both servers pools their observations at the union of their
+// bounds (not as if the two bucket layouts were one).
+TEST(JudgeTailTest, P99IsInSecondsAndMixedBucketLayoutsPool) {
+  std::vector<GpuInfo> gpus;
+  std::vector<NodeInfo> nodes;
+  std::vector<MetricInfo> metrics = {
+      {"nv_inference_first_response_histogram_ms", MetricKind::kHistogram},
+      {"sglang:time_to_first_token_seconds", MetricKind::kHistogram},
+  };
+  // Nodes 0-1 canary (Triton), 2 baseline Triton, 3 baseline SGLang.
+  for (int n = 0; n < 4; ++n) {
+    NodeInfo node;
+    node.host = "node-" + std::to_string(n);
+    node.role = n < 2 ? Role::kCanary : Role::kBaseline;
+    GpuInfo gpu;
+    gpu.host = node.host;
+    gpu.gpu = "0";
+    gpu.key = node.host + "/0";
+    gpu.role = node.role;
+    gpu.node = n;
+    node.gpus.push_back(n);
+    gpus.push_back(gpu);
+    nodes.push_back(node);
+  }
+  const std::vector<double> triton_ms = {50, 100, 150, 200, 250, 300, 500, 1000, kInfinity};
+  const std::vector<double> sglang_s = {0.1, 0.25, 0.5, 1, kInfinity};
+  Result<Policy> policy = ParsePolicy(
+      "metrics:\n  - {measure: time_to_first_token, kind: p99, better: lower, margin: 0.25, "
+      "critical: true}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.has_value()) << policy.error().message();
+  Judge judge({.policy = *policy, .release_start_s = std::nullopt});
+  // 100 requests a second per node, TTFT uniform in [0.1, 0.3) s: the
+  // cumulative count at bound b (seconds) is 100 * clamp((b - 0.1) / 0.2).
+  const auto cumulative = [](double seconds) {
+    if (std::isinf(seconds)) return 100.0;
+    return 100.0 * std::clamp((seconds - 0.1) / 0.2, 0.0, 1.0);
+  };
+  for (std::int64_t s = 0; s < 300; ++s) {
+    Tick tick;
+    tick.time_s = kT0 + s;
+    for (int n = 0; n < 4; ++n) {
+      const bool sglang = n == 3;
+      const std::vector<double>& bounds = sglang ? sglang_s : triton_ms;
+      HistogramPoint h;
+      h.node = n;
+      h.metric = sglang ? 1 : 0;
+      h.first = static_cast<std::uint32_t>(tick.buckets.size());
+      h.count = static_cast<std::uint32_t>(bounds.size());
+      for (double le : bounds) {
+        const double count = cumulative(sglang || std::isinf(le) ? le : le / 1000);
+        tick.buckets.push_back({le, count * static_cast<double>(s + 1), count});
+      }
+      tick.histograms.push_back(h);
+      tick.nodes.push_back(n);
+    }
+    judge.Add(tick, Catalog{&gpus, &nodes, &metrics});
+  }
+  const Report r = judge.Finish();
+  const MetricResult* ttft = FindMetric(r, "time_to_first_token");
+  ASSERT_NE(ttft, nullptr);
+  // The canary's p99 from Triton's buckets: between 250 and 300 ms, linearly
+  // (0.25 + 0.05 * (99 - 75) / 25 = 0.298 s).
+  EXPECT_NEAR(ttft->canary, 0.298, 1e-9);
+  // The baseline pools Triton's node with SGLang's at the union of their
+  // bounds, SGLang's 0.25..0.5 s bucket spread linearly: 180 of 200 by
+  // 0.3 s, 200 by 0.5 s, so the 198th falls at 0.3 + 0.2 * 18 / 20 = 0.48 s
+  // (coarse buckets blur a tail, as in Prometheus; never SGLang's 1 s bound
+  // nor a bound read in the wrong unit).
+  EXPECT_NEAR(ttft->baseline, 0.48, 1e-9);
+  EXPECT_EQ(ttft->result, "pass");
+  EXPECT_EQ(r.verdict, Verdict::kPass);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ using Sources = std::vector<Fleet::SlotSource>;
 struct MeasureSources {
   Sources num, den, value;
   std::vector<std::string> families;  // histograms, for a p99
+  std::vector<double> family_scales;  // each family's unit conversion (ms -> s: 1e-3)
 };
 
 MeasureSources SourcesOf(vocab::ServiceMeasure measure) {
@@ -26,6 +27,7 @@ MeasureSources SourcesOf(vocab::ServiceMeasure measure) {
         out.num.push_back({metric + "_sum", row.scale});
         out.den.push_back({metric + "_count", 1});
         out.families.push_back(metric);
+        out.family_scales.push_back(row.scale);
         break;
       case vocab::SourceType::kCounterRatio:
         out.num.push_back({metric, row.scale});
@@ -70,6 +72,7 @@ void ReadServiceMeasure(const MetricPolicy& mp, Measure& m, Fleet& fleet) {
     case MetricPolicy::Kind::kP99:
       m.kind = MeasureKind::kNodeTail;
       m.families = src.families;
+      m.family_scales = src.family_scales;
       break;
     case MetricPolicy::Kind::kRate:
       m.kind = MeasureKind::kNodeRate;
@@ -134,6 +137,7 @@ Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_me
     case MetricPolicy::Kind::kP99:
       m.kind = MeasureKind::kNodeTail;
       m.families = {mp.name};
+      m.family_scales = {1};
       break;
     case MetricPolicy::Kind::kCount:
       // GPU events per GPU-second; service events (errors) per generated token.
@@ -275,10 +279,11 @@ void Measures::SyncFamilies(const std::vector<MetricInfo>& metrics) {
   for (; metrics_synced_ < metrics.size(); ++metrics_synced_) {
     const std::string& name = metrics[metrics_synced_].name;
     for (Measure& m : measures_) {
-      if (m.kind == MeasureKind::kNodeTail &&
-          std::find(m.families.begin(), m.families.end(), name) != m.families.end()) {
-        m.family_metrics.push_back(static_cast<int>(metrics_synced_));
-      }
+      if (m.kind != MeasureKind::kNodeTail) continue;
+      const auto it = std::find(m.families.begin(), m.families.end(), name);
+      if (it == m.families.end()) continue;
+      m.family_metrics.push_back(static_cast<int>(metrics_synced_));
+      m.family_of_metric.push_back(static_cast<int>(it - m.families.begin()));
     }
   }
 }

@@ -132,9 +132,12 @@ class Measures {
  private:
   // A block of histogram observations (bucket bound -> cumulative increase)
   // per arm, for the p99 comparison.
+  // Observations are kept per histogram family (index into
+  // Measure::families), with bounds in seconds: servers bucket differently.
+  using FamilyBuckets = std::map<int, std::map<double, double>>;
   struct TailBlock {
     std::int64_t index = -1;
-    std::map<double, double> canary, baseline;
+    FamilyBuckets canary, baseline;
     std::int64_t canary_seconds = 0, baseline_seconds = 0;
   };
   // A canary unit's value this tick, for the per-unit comparisons.
@@ -161,12 +164,14 @@ class Measures {
   };
   struct NodeBuckets {
     int node;
+    int family;    // index into Measure::families
+    double scale;  // the family's bounds times this are seconds
     std::span<const Bucket> buckets;
   };
   // A p99 measure's histograms this tick: the baseline's buckets pooled, the
   // canary's per node.
   struct TailTick {
-    std::map<double, double> base;
+    FamilyBuckets base;
     bool base_any = false;
     std::vector<NodeBuckets> canary;
   };
@@ -199,7 +204,7 @@ class Measures {
   void RunTail(std::size_t m, std::int64_t t, const Tick& tick);
   void GatherTail(const Measure& ms, const Tick& tick, TailTick& arms) const;
   void FeedTail(std::size_t m, int unit, bool history, std::int64_t index,
-                const std::vector<std::span<const Bucket>>& canary, const TailTick& arms);
+                const std::vector<const NodeBuckets*>& canary, const TailTick& arms);
   void CloseTail(std::size_t m, int unit, bool history, TailBlock& tb);
 
   void OnComparisonBlock(std::size_t m, int unit, const stats::Block& block, bool history);

@@ -6,6 +6,8 @@
 // test is not.
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <span>
@@ -19,16 +21,51 @@ namespace {
 
 constexpr double kMinTailObservationsPerBlock = 20;
 
+// A bound in seconds (+Inf stays +Inf).
+double Seconds(double le, double scale) { return std::isinf(le) ? le : le * scale; }
+
+// The cumulative count of `buckets` at `bound`, interpolated linearly within
+// a bucket as histogram_quantile interpolates (the first bucket starts at 0);
+// at or beyond the last finite bound, the count there (+Inf: the total).
+double CumulativeAt(const std::map<double, double>& buckets, double bound) {
+  if (buckets.empty()) return 0;
+  if (std::isinf(bound)) return buckets.rbegin()->second;
+  const auto upper = buckets.lower_bound(bound);
+  if (upper != buckets.end() && upper->first == bound) return upper->second;
+  const double lo_le = upper == buckets.begin() ? 0 : std::prev(upper)->first;
+  const double lo_count = upper == buckets.begin() ? 0 : std::prev(upper)->second;
+  if (upper == buckets.end() || std::isinf(upper->first)) return lo_count;
+  if (!(upper->first > lo_le)) return upper->second;
+  return lo_count + (upper->second - lo_count) * (bound - lo_le) / (upper->first - lo_le);
+}
+
+// One arm's histograms as one: a single family as it is; several (nodes on
+// servers that bucket differently) summed at the union of their bounds, each
+// interpolated within its own buckets.
+std::map<double, double> MergeFamilies(const std::map<int, std::map<double, double>>& per_family) {
+  if (per_family.size() == 1) return per_family.begin()->second;
+  std::map<double, double> out;
+  for (const auto& [family, buckets] : per_family) {
+    for (const auto& [le, count] : buckets) out.emplace(le, 0.0);
+  }
+  for (auto& [le, count] : out) {
+    for (const auto& [family, buckets] : per_family) count += CumulativeAt(buckets, le);
+  }
+  return out;
+}
+
 }  // namespace
 
 // The family's node histograms this tick, complete (every bucket's increase
 // known) and not excluded: the baseline's pooled, the canary's per node.
 void Measures::GatherTail(const Measure& ms, const Tick& tick, TailTick& arms) const {
   for (const HistogramPoint& h : tick.histograms) {
-    if (h.gpu >= 0 || std::find(ms.family_metrics.begin(), ms.family_metrics.end(), h.metric) ==
-                          ms.family_metrics.end()) {
-      continue;
-    }
+    if (h.gpu >= 0) continue;
+    const auto it = std::find(ms.family_metrics.begin(), ms.family_metrics.end(), h.metric);
+    if (it == ms.family_metrics.end()) continue;
+    const int family =
+        ms.family_of_metric[static_cast<std::size_t>(it - ms.family_metrics.begin())];
+    const double scale = ms.family_scales[static_cast<std::size_t>(family)];
     const NodeState& n = fleet_.nodes()[static_cast<std::size_t>(h.node)];
     const std::span<const Bucket> buckets = tick.BucketsOf(h);
     if (buckets.empty() || n.excluded) continue;
@@ -36,10 +73,11 @@ void Measures::GatherTail(const Measure& ms, const Tick& tick, TailTick& arms) c
     for (const Bucket& b : buckets) complete &= b.increase.has_value();
     if (!complete) continue;
     if (n.role == Role::kBaseline) {
-      for (const Bucket& b : buckets) arms.base[b.le] += *b.increase;
+      std::map<double, double>& base = arms.base[family];
+      for (const Bucket& b : buckets) base[Seconds(b.le, scale)] += *b.increase;
       arms.base_any = true;
     } else {
-      arms.canary.push_back({h.node, buckets});
+      arms.canary.push_back({h.node, family, scale, buckets});
     }
   }
 }
@@ -55,13 +93,13 @@ void Measures::RunTail(std::size_t m, std::int64_t t, const Tick& tick) {
   const std::int64_t origin = before_release ? time_.first_tick.value_or(t) : time_.BlockOrigin();
   const std::int64_t index = (t - origin) / block_s;
   // The canary nodes in the phase this tick feeds (history or judged).
-  std::vector<std::span<const Bucket>> all;
-  std::map<int, std::vector<std::span<const Bucket>>> per_node;
+  std::vector<const NodeBuckets*> all;
+  std::map<int, std::vector<const NodeBuckets*>> per_node;
   for (const NodeBuckets& nb : arms.canary) {
     const Phase ph = fleet_.PhaseOf(nb.node, t);
     if (before_release ? ph != Phase::kHistory : ph != Phase::kJudged) continue;
-    all.push_back(nb.buckets);
-    per_node[nb.node + 1].push_back(nb.buckets);
+    all.push_back(&nb);
+    per_node[nb.node + 1].push_back(&nb);
   }
   FeedTail(m, 0, before_release, index, all, arms);
   if (!ms.decides) return;
@@ -71,14 +109,14 @@ void Measures::RunTail(std::size_t m, std::int64_t t, const Tick& tick) {
     const int unit = static_cast<int>(i) + 1;
     auto it = per_node.find(unit);
     FeedTail(m, unit, before_release, index,
-             it == per_node.end() ? std::vector<std::span<const Bucket>>{} : it->second, arms);
+             it == per_node.end() ? std::vector<const NodeBuckets*>{} : it->second, arms);
   }
 }
 
 // Adds this tick's buckets to the unit's open block, closing the previous
 // block when this tick starts a new one.
 void Measures::FeedTail(std::size_t m, int unit, bool history, std::int64_t index,
-                        const std::vector<std::span<const Bucket>>& canary, const TailTick& arms) {
+                        const std::vector<const NodeBuckets*>& canary, const TailTick& arms) {
   TailBlock& tb = tail_blocks_[m][{unit, history}];
   if (tb.index != index) {
     if (tb.index >= 0) CloseTail(m, unit, history, tb);
@@ -86,13 +124,17 @@ void Measures::FeedTail(std::size_t m, int unit, bool history, std::int64_t inde
     tb.index = index;
   }
   if (!canary.empty()) {
-    for (const std::span<const Bucket>& buckets : canary) {
-      for (const Bucket& b : buckets) tb.canary[b.le] += *b.increase;
+    for (const NodeBuckets* nb : canary) {
+      std::map<double, double>& into = tb.canary[nb->family];
+      for (const Bucket& b : nb->buckets) into[Seconds(b.le, nb->scale)] += *b.increase;
     }
     ++tb.canary_seconds;
   }
   if (arms.base_any) {
-    for (const auto& [le, c] : arms.base) tb.baseline[le] += c;
+    for (const auto& [family, buckets] : arms.base) {
+      std::map<double, double>& into = tb.baseline[family];
+      for (const auto& [le, c] : buckets) into[le] += c;
+    }
     ++tb.baseline_seconds;
   }
 }
@@ -105,15 +147,17 @@ void Measures::CloseTail(std::size_t m, int unit, bool history, TailBlock& tb) {
       static_cast<double>(tb.baseline_seconds) < need) {
     return;
   }
+  const std::map<double, double> canary = MergeFamilies(tb.canary);
+  const std::map<double, double> baseline = MergeFamilies(tb.baseline);
   const auto total = [](const std::map<double, double>& b) {
     return b.empty() ? 0.0 : b.rbegin()->second;
   };
-  if (total(tb.canary) < kMinTailObservationsPerBlock ||
-      total(tb.baseline) < kMinTailObservationsPerBlock) {
+  if (total(canary) < kMinTailObservationsPerBlock ||
+      total(baseline) < kMinTailObservationsPerBlock) {
     return;
   }
-  const std::optional<double> qc = stats::BucketQuantile(tb.canary, 0.99);
-  const std::optional<double> qb = stats::BucketQuantile(tb.baseline, 0.99);
+  const std::optional<double> qc = stats::BucketQuantile(canary, 0.99);
+  const std::optional<double> qb = stats::BucketQuantile(baseline, 0.99);
   if (!qc || !qb) return;
   const auto block_s = static_cast<std::int64_t>(policy_.block_s);
   stats::Block block;

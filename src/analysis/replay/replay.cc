@@ -11,6 +11,7 @@
 #include "core/string_map.h"
 #include "dcgm/fields.h"
 #include "telemetry/gpu_snapshot.h"
+#include "vocab/service_measures.h"
 
 namespace gpucanary::analysis {
 namespace {
@@ -278,6 +279,7 @@ Result<std::uint32_t> Replay::Impl::AddSeries(int input, const expfmt::SampleVie
     const dcgm::FieldInfo* field = dcgm::FindFieldByName(canonical);
     const bool counter = (field != nullptr && field->kind == dcgm::ValueKind::kCounter) ||
                          type == MetricType::kCounter || name.ends_with("_total") ||
+                         vocab::IsServiceCounter(name) ||
                          ((type == MetricType::kHistogram || type == MetricType::kSummary) &&
                           (name.ends_with("_count") || name.ends_with("_sum")));
     metric = InternMetric(canonical, counter ? MetricKind::kCounter : MetricKind::kGauge);
