@@ -16,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "cli_harness.h"
 
@@ -86,7 +87,7 @@ TEST_F(DcgmOnlyTraceTest, SameWorkloadOnBothHalvesPasses) {
   ASSERT_NO_FATAL_FAILURE(Split("i4_telemetry.csv"));
   const nlohmann::json j = Judge(0);
   EXPECT_EQ(j["verdict"], "pass");
-  EXPECT_EQ(j["service_metrics"], false);
+  EXPECT_EQ(j["service_metrics_seen"], false);
   EXPECT_THAT(Notes(j), HasSubstr("no service metrics seen"));
   EXPECT_THAT(Notes(j), HasSubstr("a pass needs tokens_per_dram_active shown not worse (no "
                                   "data: DCGM_FI_DEV_SM_CLOCK, work_per_joule)"));
@@ -107,7 +108,7 @@ TEST_F(DcgmOnlyTraceTest, CanaryAtThePowerCapFails) {
   ASSERT_NO_FATAL_FAILURE(Split("e2_telemetry.csv"));
   const nlohmann::json j = Judge(1);
   EXPECT_EQ(j["verdict"], "fail");
-  EXPECT_EQ(j["service_metrics"], false);
+  EXPECT_EQ(j["service_metrics_seen"], false);
   ASSERT_FALSE(j["causes"].empty()) << j.dump();
   EXPECT_EQ(j["causes"][0]["kind"], "power_cap");
   EXPECT_EQ(j["causes"][0]["scope"], "release");
@@ -166,7 +167,7 @@ TEST_P(ServersCliTest, DefaultPolicyPassesAHealthyRelease) {
   EXPECT_EQ(j["verdict"], "pass") << j.dump();
   EXPECT_EQ(j["canary_gpus"], 4);
   EXPECT_EQ(j["baseline_gpus"], 8);
-  EXPECT_EQ(j["service_metrics"], !Dcgm());
+  EXPECT_EQ(j["service_metrics_seen"], !Dcgm());
   const nlohmann::json* tpot = FindMetric(j, "per_token_latency");
   ASSERT_NE(tpot, nullptr);
   if (Dcgm()) {
@@ -207,11 +208,119 @@ TEST_P(ServersCliTest, DefaultPolicyFailsABadRelease) {
   }
 }
 
+// TensorRT-LLM puts its queue depth and KV-cache usage in one family each,
+// told apart by a label (src/vocab/testdata/triton_trtllm.prom): the judge
+// reads request_type="waiting" and kv_cache_block_type="fraction", not the
+// family's sum (max 512, free 6239 blocks, ...).
+class TritonSelectorTest : public gpucanary::testing::CliHarness {
+ protected:
+  TritonSelectorTest() : CliHarness("gpucanary-triton-selector") {}
+
+  // 300 s of one node's two families as Triton exposes them, scraped at 1 s
+  // (instance names the node, as for a server without a host label).
+  void Write(const std::string& file, const std::string& node, double waiting, double fraction) {
+    std::ofstream out(dir_ / file);
+    out << "# TYPE nv_trt_llm_request_metrics gauge\n"
+           "# TYPE nv_trt_llm_kv_cache_block_metrics gauge\n"
+           "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n";
+    for (int t = 0; t < 300; ++t) {
+      const std::string at = " " + std::to_string(1764680000 + t) + ".000\n";
+      const std::string l = "model=\"tensorrt_llm\",version=\"1\",instance=\"" + node + ":8002\"";
+      for (const auto& [type, v] : {std::pair{"waiting", waiting},
+                                    {"context", 3.0},
+                                    {"scheduled", 7.0},
+                                    {"max", 512.0},
+                                    {"active", 40.0}}) {
+        out << "nv_trt_llm_request_metrics{" << l << ",request_type=\"" << type << "\"} " << v
+            << at;
+      }
+      for (const auto& [type, v] : {std::pair{"fraction", fraction},
+                                    {"tokens_per", 64.0},
+                                    {"used", 100.0},
+                                    {"free", 6239.0},
+                                    {"max", 6239.0}}) {
+        out << "nv_trt_llm_kv_cache_block_metrics{" << l << ",kv_cache_block_type=\"" << type
+            << "\"} " << v << at;
+      }
+      out << "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"" << node << "\"} 1980" << at;
+    }
+    out << "# EOF\n";
+  }
+};
+
+TEST_F(TritonSelectorTest, QueueDepthAndKvCacheUsageReadTheirLabel) {
+  Write("base.om", "node-1", 4, 0.25);
+  Write("canary.om", "node-2", 8, 0.5);
+  std::ofstream(dir_ / "policy.yaml")
+      << "metrics:\n"
+         "  - {measure: queue_depth, kind: gauge, better: lower, margin: 0.5}\n"
+         "  - {measure: kv_cache_usage, kind: gauge, better: lower, margin: 0.5}\n";
+  RunResult r = Run("judge --baseline " + (dir_ / "base.om").string() + " --canary " +
+                    (dir_ / "canary.om").string() + " --policy " + (dir_ / "policy.yaml").string());
+  ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json* queue = FindMetric(j, "queue_depth");
+  ASSERT_NE(queue, nullptr) << r.out;
+  EXPECT_EQ((*queue)["baseline"], 4.0) << r.out;
+  EXPECT_EQ((*queue)["canary"], 8.0) << r.out;
+  EXPECT_EQ((*queue)["result"], "high") << r.out;
+  const nlohmann::json* kv = FindMetric(j, "kv_cache_usage");
+  ASSERT_NE(kv, nullptr) << r.out;
+  EXPECT_EQ((*kv)["baseline"], 0.25) << r.out;
+  EXPECT_EQ((*kv)["canary"], 0.5) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+}
+
+// After the fact: `gpucanary correlate` names the release that made the
+// service 15% slower per token (no hardware signature: only the server's
+// latency shows it) on a fleet of SGLang or TGI servers, as on vLLM. The
+// scenario is scenarios/correlate/guilty-software-regression-1.yaml with
+// the fleet's server changed (vLLM's run is the correlation suite's own).
+class CorrelateServersTest : public gpucanary::testing::CliHarness,
+                             public ::testing::WithParamInterface<const char*> {
+ protected:
+  CorrelateServersTest() : CliHarness("gpucanary-correlate-servers") {}
+};
+
+TEST_P(CorrelateServersTest, NamesTheSlowerReleaseFromTheServersLatency) {
+  std::string scenario = Slurp(std::string(GPUCANARY_SOURCE_DIR) +
+                               "/scenarios/correlate/guilty-software-regression-1.yaml");
+  const std::string fleet = "gpus: 2}";
+  ASSERT_NE(scenario.find(fleet), std::string::npos);
+  scenario.replace(scenario.find(fleet), fleet.size(),
+                   std::string("gpus: 2, server: ") + GetParam() + "}");
+  std::ofstream(dir_ / "fleet.yaml") << scenario;
+  // At a 5 s scrape, as the correlation suite records (a Prometheus's view).
+  RunResult r = Run("sim --scenario " + (dir_ / "fleet.yaml").string() + " --offline " +
+                    (dir_ / "sim").string() + " --scrape-interval 5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run("correlate --telemetry " + (dir_ / "sim" / "telemetry.om").string() + " --releases " +
+          (dir_ / "sim" / "releases.jsonl").string() + " --output json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  bool named = false;
+  for (const nlohmann::json& reg : j["regressions"]) {
+    if (reg["suspects"].empty()) continue;
+    const std::string top = reg["suspects"][0]["release"];
+    EXPECT_EQ(top, "max-seqs-384") << reg.dump();  // no other release is anyone's top suspect
+    if (top == "max-seqs-384" && reg["metric"] == "vllm:time_per_output_token_seconds") {
+      named = true;
+    }
+  }
+  EXPECT_TRUE(named) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(OtherServers, CorrelateServersTest, ::testing::Values("sglang", "tgi"),
+                         [](const ::testing::TestParamInfo<const char*>& param_info) {
+                           return std::string(param_info.param);
+                         });
+
 INSTANTIATE_TEST_SUITE_P(EveryServer, ServersCliTest,
                          ::testing::Values("vllm", "vllm_legacy", "sglang", "tgi", "triton_trtllm",
                                            "none"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.param);
+                         [](const ::testing::TestParamInfo<const char*>& param_info) {
+                           return std::string(param_info.param);
                          });
 
 }  // namespace

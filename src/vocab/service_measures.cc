@@ -257,6 +257,17 @@ std::optional<Server> DetectServer(const std::vector<std::string>& names) {
   return DetectServer(std::span<const std::string_view>(views));
 }
 
+std::string SelectedName(const ServiceMetric& row) {
+  std::string out(row.metric);
+  if (row.selector.empty()) return out;
+  out += '{';
+  out += row.selector.name;
+  out += "=\"";
+  out += row.selector.value;
+  out += "\"}";
+  return out;
+}
+
 bool IsServiceCounter(std::string_view sample) {
   for (const ServiceMetric& row : kRows) {
     if (row.type == SourceType::kCounter && sample == row.metric) return true;

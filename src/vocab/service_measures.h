@@ -135,6 +135,17 @@ std::string_view MeasureUnit(ServiceMeasure measure);
 // _count, a ratio's two counters, else the metric itself.
 std::vector<std::string> SampleNames(const ServiceMetric& row);
 
+// The name a reader files a row's selected samples under: `metric{name="value"}`
+// for a row with a label selector (TensorRT-LLM's queue depth is
+// nv_trt_llm_request_metrics{request_type="waiting"}), else the metric.
+std::string SelectedName(const ServiceMetric& row);
+// The row-selected name of a sample called `sample` whose label values
+// `label(name)` gives (nullopt: the sample has no such label), if a row with
+// a selector selects it; nullopt otherwise. A sample so selected is its
+// row's series, apart from the rest of its family.
+template <typename LabelFn>
+std::optional<std::string> SelectedSampleName(std::string_view sample, LabelFn label);
+
 // Whether `sample` is a counter some server's measure reads (a kCounter row's
 // metric, a kCounterRatio row's two counters). Servers that write counters
 // without "_total" (TGI, Triton) have them recorded as `unknown` by an
@@ -148,6 +159,16 @@ bool IsServiceCounter(std::string_view sample);
 // the deprecated ones (0.11 serves both).
 std::optional<Server> DetectServer(std::span<const std::string_view> names);
 std::optional<Server> DetectServer(const std::vector<std::string>& names);
+
+template <typename LabelFn>
+std::optional<std::string> SelectedSampleName(std::string_view sample, LabelFn label) {
+  for (const ServiceMetric& row : ServiceMetrics()) {
+    if (row.selector.empty() || row.metric != sample) continue;
+    const std::optional<std::string_view> value = label(row.selector.name);
+    if (value && *value == row.selector.value) return SelectedName(row);
+  }
+  return std::nullopt;
+}
 
 std::ostream& operator<<(std::ostream& out, ServiceMeasure value);
 std::ostream& operator<<(std::ostream& out, Server value);

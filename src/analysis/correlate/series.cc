@@ -5,10 +5,14 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/stats/histogram_quantile.h"
 #include "dcgm/fields.h"
 #include "dcgm/throttle.h"
+#include "vocab/service_measures.h"
 
 namespace gpucanary::analysis::correlate {
 namespace {
@@ -68,17 +72,40 @@ std::vector<MetricDef> MakeMetrics() {
   };
 }
 
-// The samples a source is read from: its own name, and for vLLM's per-token
-// latency also the name vLLM >= 0.11 gives it (inter_token_latency; the
-// series keeps the legacy name in correlate's output, docs/contracts.md §7).
-std::vector<std::string_view> SourceNames(std::string_view source) {
-  static constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
-      {"vllm:time_per_output_token_seconds_sum", "vllm:inter_token_latency_seconds_sum"},
-      {"vllm:time_per_output_token_seconds_count", "vllm:inter_token_latency_seconds_count"},
+// The samples a source is read from: its own name, and the same measure as
+// the other inference servers expose it (vocab/service_measures.h) where it
+// is in the measure's unit: vLLM >= 0.11's inter-token latency, SGLang's and
+// TGI's histograms, every server's generated-token counter. The series keeps
+// the vLLM name in correlate's output (docs/contracts.md §7). Triton's
+// per-token and e2e latencies are ratios of microsecond counters: not read.
+std::vector<std::string> SourceNames(std::string_view source) {
+  struct Alias {
+    std::string_view source;
+    vocab::ServiceMeasure measure;
+    vocab::SourceType type;
+    std::string_view suffix;
   };
-  std::vector<std::string_view> names = {source};
-  for (const auto& [legacy, current] : kRenamed) {
-    if (source == legacy) names.push_back(current);
+  using M = vocab::ServiceMeasure;
+  using T = vocab::SourceType;
+  static constexpr Alias kAliases[] = {
+      {"vllm:generation_tokens_total", M::kGeneratedTokens, T::kCounter, ""},
+      {"vllm:time_per_output_token_seconds_sum", M::kPerTokenLatency, T::kHistogram, "_sum"},
+      {"vllm:time_per_output_token_seconds_count", M::kPerTokenLatency, T::kHistogram, "_count"},
+      {"vllm:e2e_request_latency_seconds", M::kE2eLatency, T::kHistogram, ""},
+  };
+  std::vector<std::string> names = {std::string(source)};
+  for (const Alias& a : kAliases) {
+    if (source != a.source) continue;
+    for (const vocab::ServiceMetric& row : vocab::ServiceMetrics()) {
+      if (row.measure != a.measure || row.type != a.type || row.scale != 1 ||
+          !row.selector.empty()) {
+        continue;
+      }
+      std::string name = std::string(row.metric) + std::string(a.suffix);
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        names.push_back(std::move(name));
+      }
+    }
   }
   return names;
 }
@@ -488,7 +515,7 @@ std::vector<std::string> CorrelateInputNames() {
   std::set<std::string> names;
   const auto add = [&](std::string_view name) {
     if (name.empty()) return;
-    for (const std::string_view n : SourceNames(name)) names.emplace(n);
+    for (std::string& n : SourceNames(name)) names.insert(std::move(n));
     if (const dcgm::FieldInfo* f = dcgm::FindFieldByName(name)) {
       names.emplace(f->name);
       if (!f->dcgm46_name.empty()) names.emplace(f->dcgm46_name);
@@ -496,7 +523,7 @@ std::vector<std::string> CorrelateInputNames() {
   };
   for (const MetricDef& d : Metrics()) {
     if (d.reduce == Reduce::kP99) {
-      names.insert(std::string(d.source) + "_bucket");
+      for (const std::string& family : SourceNames(d.source)) names.insert(family + "_bucket");
     } else {
       add(d.source);
       add(d.source2);

@@ -29,7 +29,12 @@ std::vector<std::string> JudgeInputNames(const Policy& policy) {
   // per-token latency) and of the measures the policy names.
   std::set<vocab::ServiceMeasure> measures = {vocab::ServiceMeasure::kGeneratedTokens,
                                               vocab::ServiceMeasure::kPerTokenLatency};
-  for (const MetricPolicy& mp : policy.metrics) {
+  std::vector<const MetricPolicy*> entries;
+  for (const MetricPolicy& mp : policy.metrics) entries.push_back(&mp);
+  for (const MetricPolicy& mp : policy.without_service) entries.push_back(&mp);
+  for (const MetricPolicy* entry : entries) {
+    const MetricPolicy& mp = *entry;
+    if (mp.gpu_measure) continue;  // from the fixed GPU fields
     if (mp.measure) {
       measures.insert(*mp.measure);
       continue;

@@ -111,7 +111,7 @@ struct Report {
   // Whether either arm exposed a service metric (an inference server's).
   // False: judged from GPU telemetry alone (the policy's without_service
   // measures), and a note says so.
-  bool service_metrics = true;
+  bool service_metrics_seen = true;
   std::vector<std::string> notes;  // what could not be compared and why
 };
 

@@ -123,7 +123,7 @@ TEST(JudgeWithoutServiceTest, HealthyDcgmOnlyCanaryPassesOnGpuTelemetry) {
   DcgmFleet fleet;
   const Report r = JudgeFleet(fleet, 400);
   EXPECT_EQ(r.verdict, Verdict::kPass);
-  EXPECT_FALSE(r.service_metrics);
+  EXPECT_FALSE(r.service_metrics_seen);
   ASSERT_TRUE(r.decided_at.has_value());
   EXPECT_GE(*r.decided_at, static_cast<double>(kT0 + 99));  // min_blocks of 10 s
   EXPECT_TRUE(HasNote(r, "no service metrics seen")) << ::testing::PrintToString(r.notes);
@@ -182,7 +182,7 @@ TEST(JudgeWithoutServiceTest, WithServiceMetricsTheyStayOutOfTheReport) {
   fleet.service = true;  // a token counter: the service decides, not the GPU measures
   fleet.shape = [](DcgmFleet::Fields& f) { f.power *= 1.15; };
   const Report r = JudgeFleet(fleet, 400);
-  EXPECT_TRUE(r.service_metrics);
+  EXPECT_TRUE(r.service_metrics_seen);
   EXPECT_EQ(FindMetric(r, "work_per_joule"), nullptr);
   EXPECT_FALSE(HasNote(r, "no service metrics seen"));
   // per_token_latency has no data (only tokens are served here): the service
@@ -214,8 +214,25 @@ TEST(JudgeWithoutServiceTest, APolicyWithoutTheListStaysInconclusive) {
   DcgmFleet fleet;
   const Report r = JudgeFleet(fleet, 400, *policy);
   EXPECT_EQ(r.verdict, Verdict::kInconclusive);
-  EXPECT_FALSE(r.service_metrics);
+  EXPECT_FALSE(r.service_metrics_seen);
   EXPECT_TRUE(HasNote(r, "per_token_latency: critical and no data"));
+}
+
+// What a live canary or `judge --prometheus` asks a Prometheus for covers
+// the without_service entries: a DCGM field of theirs, not a GPU measure's
+// name (work per joule reads the fixed fields).
+TEST(JudgeWithoutServiceTest, InputNamesCoverTheList) {
+  Result<Policy> policy = ParsePolicy(
+      "without_service:\n"
+      "  - {measure: work_per_joule, better: higher, margin: 0.05}\n"
+      "  - {name: DCGM_FI_DEV_MEM_COPY_UTIL, kind: gauge, better: lower, margin: 0.1}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.has_value()) << policy.error().message();
+  const std::vector<std::string> names = JudgeInputNames(*policy);
+  EXPECT_THAT(names, ::testing::Contains("DCGM_FI_DEV_MEM_COPY_UTIL"));
+  EXPECT_THAT(names, ::testing::Contains("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"));
+  EXPECT_THAT(names, ::testing::Contains("DCGM_FI_DEV_POWER_USAGE"));
+  EXPECT_THAT(names, ::testing::Not(::testing::Contains("work_per_joule")));
 }
 
 }  // namespace

@@ -35,9 +35,9 @@ MeasureSources SourcesOf(vocab::ServiceMeasure measure) {
         break;
       case vocab::SourceType::kCounter:
       case vocab::SourceType::kGauge:
-        // A label selector cannot be honoured here: the replay sums a
-        // node's series of one name (docs/analysis-method.md).
-        if (row.selector.empty()) out.value.push_back({metric, row.scale});
+        // A row with a label selector: the replay files its samples under
+        // their own name (vocab::SelectedName).
+        out.value.push_back({vocab::SelectedName(row), row.scale});
         break;
     }
   }

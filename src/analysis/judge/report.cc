@@ -92,7 +92,7 @@ void ReportWriter::AddHeader(Report& report) const {
   for (const GpuState& g : in_.fleet.gpus()) {
     (g.role == Role::kCanary ? report.canary_gpus : report.baseline_gpus)++;
   }
-  report.service_metrics = in_.fleet.service_seen();
+  report.service_metrics_seen = in_.fleet.service_seen();
   // The without_service-only measures are listed when they are what decides.
   const bool without_service = in_.verdict.JudgedWithoutService();
   for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {

@@ -282,7 +282,15 @@ Result<std::uint32_t> Replay::Impl::AddSeries(int input, const expfmt::SampleVie
                          vocab::IsServiceCounter(name) ||
                          ((type == MetricType::kHistogram || type == MetricType::kSummary) &&
                           (name.ends_with("_count") || name.ends_with("_sum")));
-    metric = InternMetric(canonical, counter ? MetricKind::kCounter : MetricKind::kGauge);
+    // A sample a measure row selects by a label (TensorRT-LLM's
+    // request_type="waiting") is its own metric, `name{label="value"}`.
+    std::optional<std::string> selected;
+    if (gpu < 0) {
+      selected = vocab::SelectedSampleName(
+          name, [&](std::string_view label) { return sample.Label(label); });
+    }
+    metric = InternMetric(selected ? std::string_view(*selected) : canonical,
+                          counter ? MetricKind::kCounter : MetricKind::kGauge);
     // The first series of a metric decides its kind for every input.
     series.kind = metrics_[static_cast<std::size_t>(metric)].kind == MetricKind::kCounter
                       ? SeriesKind::kCounter

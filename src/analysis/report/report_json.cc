@@ -276,7 +276,7 @@ Result<Report> ReportFromJson(std::string_view json) {
   in.Number(j, "", "last_tick", r.last_tick);
   in.Integer(j, "", "canary_gpus", r.canary_gpus);
   in.Integer(j, "", "baseline_gpus", r.baseline_gpus);
-  in.Bool(j, "", "service_metrics", r.service_metrics);  // absent (older reports): true
+  in.Bool(j, "", "service_metrics_seen", r.service_metrics_seen);  // absent (older reports): true
   in.Strings(j, "", "notes", r.notes);
   if (!in.ok()) return Error(StatusCode::kParseError, in.error());
   return r;
@@ -300,7 +300,7 @@ std::string ReportToJson(const Report& report, int indent) {
   j["last_tick"] = Number(report.last_tick);
   j["canary_gpus"] = report.canary_gpus;
   j["baseline_gpus"] = report.baseline_gpus;
-  j["service_metrics"] = report.service_metrics;
+  j["service_metrics_seen"] = report.service_metrics_seen;
   j["notes"] = Strings(report.notes);
   // Host names and summaries come from input files: never throw on bad UTF-8.
   return j.dump(indent < 0 ? -1 : indent, ' ', false, Json::error_handler_t::replace);

@@ -12,7 +12,7 @@
 //                 "kind", "better", "margin", "critical", "detectable_effect", "blocks",
 //                 "decided_at"}],
 //    "release_start", "first_tick", "last_tick", "canary_gpus", "baseline_gpus",
-//    "service_metrics", "notes"}
+//    "service_metrics_seen", "notes"}
 //
 // Numbers are printed at full precision (shortest text that reads back to the
 // same double). JSON has no NaN or infinity: a non-finite number (NaN "not

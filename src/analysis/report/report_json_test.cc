@@ -71,7 +71,7 @@ TEST(ReportJsonTest, ContractFieldsComeFirstInDesignOrder) {
   const Json j = Json::parse(ReportToJson(PowerBrakeReport()));
   EXPECT_THAT(Keys(j), ElementsAre("verdict", "decided_at", "score", "causes", "metrics",
                                    "release_start", "first_tick", "last_tick", "canary_gpus",
-                                   "baseline_gpus", "service_metrics", "notes"));
+                                   "baseline_gpus", "service_metrics_seen", "notes"));
   ASSERT_EQ(j["causes"].size(), 1u);
   EXPECT_THAT(Keys(j["causes"][0]),
               ElementsAre("kind", "scope", "gpus", "since", "summary", "evidence", "nodes",
@@ -239,11 +239,11 @@ TEST(ReportJsonTest, ReadsBackWhatItWrote) {
   EXPECT_FALSE(back->metrics[1].decided_at.has_value());
   EXPECT_EQ(back->last_tick, 1764680599.0);
   EXPECT_EQ(back->baseline_gpus, 56);
-  EXPECT_TRUE(back->service_metrics);
-  r.service_metrics = false;  // a DCGM-only canary
+  EXPECT_TRUE(back->service_metrics_seen);
+  r.service_metrics_seen = false;  // a DCGM-only canary
   back = ReportFromJson(ReportToJson(r));
   ASSERT_TRUE(back.has_value());
-  EXPECT_FALSE(back->service_metrics);
+  EXPECT_FALSE(back->service_metrics_seen);
 
   // An empty report, and one written before a key existed.
   back = ReportFromJson(ReportToJson(Report{}));
@@ -253,7 +253,7 @@ TEST(ReportJsonTest, ReadsBackWhatItWrote) {
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->verdict, Verdict::kPass);
   EXPECT_EQ(back->score, 3.0);
-  EXPECT_TRUE(back->service_metrics);  // stored before the key existed: judged with them
+  EXPECT_TRUE(back->service_metrics_seen);  // stored before the key existed: judged with them
 }
 
 TEST(ReportJsonTest, ReadingSaysWhichKeyIsWrong) {
@@ -274,7 +274,7 @@ TEST(ReportJsonTest, ReadingSaysWhichKeyIsWrong) {
             "metrics[0].interval[1]: expected a number or null");
   EXPECT_EQ(error(R"({"metrics":[{"blocks":1.5}]})"), "metrics[0].blocks: expected an integer");
   EXPECT_EQ(error(R"({"notes":"x"})"), "notes: expected an array");
-  EXPECT_EQ(error(R"({"service_metrics":1})"), "service_metrics: expected true or false");
+  EXPECT_EQ(error(R"({"service_metrics_seen":1})"), "service_metrics_seen: expected true or false");
   EXPECT_EQ(ReportFromJson(R"({"notes":"x"})").error().code(), StatusCode::kParseError);
 }
 
