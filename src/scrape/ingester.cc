@@ -12,8 +12,10 @@
 namespace gpucanary::scrape {
 namespace {
 
-constexpr std::string_view kReportNames[4] = {"up", "scrape_duration_seconds",
-                                              "scrape_samples_scraped", "scrape_series_added"};
+// Prometheus's scrape report, in its order (scrape/scrape.go, report).
+constexpr std::string_view kReportNames[5] = {
+    "up", "scrape_duration_seconds", "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling", "scrape_series_added"};
 // Entries not seen for this many scrapes are dead; the cache is rebuilt
 // without them once they outnumber the live ones (and kMinDeadToCompact).
 constexpr std::uint64_t kDeadAfter = 2;
@@ -208,6 +210,10 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
                 /*exposition=*/true);
   }
   out.up = true;
+  // Prometheus counts the samples appended after metric relabeling: not the
+  // dropped ones, nor a duplicate, nor one the store refused.
+  const std::size_t not_added = out.relabel_dropped + out.duplicates + out.rejected;
+  out.post_relabel = out.samples > not_added ? out.samples - not_added : 0;
   MarkPreviousStale(t_ms, out);
   std::swap(previous_, current_);
   AppendReport(t_ms, duration_s, out, out);
@@ -272,7 +278,8 @@ void Ingester::AppendReport(std::int64_t t_ms, double duration_s, const ScrapeOu
     }
     report_ready_ = true;
   }
-  const double values[4] = {o.up ? 1.0 : 0.0, duration_s, static_cast<double>(o.samples),
+  const double values[5] = {o.up ? 1.0 : 0.0, duration_s, static_cast<double>(o.samples),
+                            static_cast<double>(o.post_relabel),
                             static_cast<double>(o.series_added)};
   for (std::size_t i = 0; i < report_refs_.size(); ++i) {
     AppendOne(report_refs_[i], t_ms, values[i], out);

@@ -52,7 +52,10 @@ struct IngestOptions {
 // scraper keeps per target.
 struct ScrapeOutcome {
   bool up = false;
-  std::size_t samples = 0;       // scrape_samples_scraped: sample lines read
+  std::size_t samples = 0;  // scrape_samples_scraped: sample lines read
+  // scrape_samples_post_metric_relabeling: samples appended after metric
+  // relabeling (not dropped, not a duplicate, not refused by the store).
+  std::size_t post_relabel = 0;
   std::size_t series_added = 0;  // scrape_series_added: series new to the cache
   std::size_t stale_markers = 0;
   std::size_t duplicates = 0;       // a series twice in one exposition: the first kept
@@ -130,8 +133,9 @@ class Ingester {
   model::Labels scratch_;  // labels of a cache miss, reused
   Status relabel_error_;   // set by SeriesFor: metric relabeling left invalid labels
   // The synthetic series: up, scrape_duration_seconds, scrape_samples_scraped,
-  // scrape_series_added; valid when report_ready_.
-  std::array<store::SeriesRef, 4> report_refs_{};
+  // scrape_samples_post_metric_relabeling, scrape_series_added; valid when
+  // report_ready_.
+  std::array<store::SeriesRef, 5> report_refs_{};
   bool report_ready_ = false;
   bool reported_ = false;       // written since the last EndOfRun
   std::size_t batch_size_ = 0;  // samples appended since the last Commit

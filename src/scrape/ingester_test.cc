@@ -88,8 +88,12 @@ TEST_F(IngesterTest, MetricRelabelingRewritesAndDropsSeries) {
     EXPECT_TRUE(o.up);
     EXPECT_EQ(o.samples, 2U);
     EXPECT_EQ(o.relabel_dropped, 1U);
+    EXPECT_EQ(o.post_relabel, 1U);
     EXPECT_EQ(o.series_added, i == 0 ? 1U : 0U);
   }
+  // Prometheus's report: 2 scraped, 1 left after metric relabeling.
+  EXPECT_EQ(Samples(Series("scrape_samples_scraped")).back().value, 2);
+  EXPECT_EQ(Samples(Series("scrape_samples_post_metric_relabeling")).back().value, 1);
   EXPECT_EQ(Samples(R"(vllm:num_requests_running{host="h",instance="h:9400",job="dcgm",)"
                     R"(model_name="m"})")
                 .size(),
@@ -174,8 +178,8 @@ TEST_F(IngesterTest, EndOfRunMarksEverythingStaleSyntheticSeriesToo) {
   Ingester in = Make();
   ASSERT_TRUE(in.Ingest("a 1\n", expfmt::Format::kPrometheusText, kT0, 0).up);
   in.EndOfRun(kT0 + 10);
-  for (const char* name :
-       {"a", "up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added"}) {
+  for (const char* name : {"a", "up", "scrape_duration_seconds", "scrape_samples_scraped",
+                           "scrape_samples_post_metric_relabeling", "scrape_series_added"}) {
     const auto s = Samples(Series(name));
     ASSERT_EQ(s.size(), 2U) << name;
     EXPECT_EQ(s[1].t_ms, kT0 + 10) << name;
