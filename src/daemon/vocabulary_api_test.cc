@@ -49,7 +49,7 @@ TEST(VocabularyApiTest, ServesEveryWordOnceWithItsDescription) {
   const Json body = Json::parse(response.body);
   EXPECT_EQ(body["status"], "success");
   const Json& data = body["data"];
-  EXPECT_EQ(data.size(), 6u);
+  EXPECT_EQ(data.size(), 7u);
   ExpectList<vocab::CauseKind>(data["cause_kinds"]);
   ExpectList<vocab::Scope>(data["scopes"]);
   ExpectList<vocab::Verdict>(data["verdicts"]);
