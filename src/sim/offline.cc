@@ -85,24 +85,18 @@ Result<std::uint64_t> AppendHistogram(std::string_view family, const VllmHistogr
                                       std::span<const model::LabelView> base, std::int64_t now_ms,
                                       recording::RecordingWriter& writer) {
   const std::string name(family);
-  std::string le;
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i <= N; ++i) {
-    le.clear();
-    if (i < N) {
-      cumulative += h.buckets[i];
-      AppendPythonFloat((*h.bounds)[i], le);
-    } else {
-      cumulative = h.count;
-      le = "+Inf";
-    }
-    std::array<model::LabelView, 5> labels{};
-    std::copy(base.begin(), base.end(), labels.begin());
+  const std::string bucket = name + "_bucket";
+  std::array<model::LabelView, 5> labels{};
+  std::copy(base.begin(), base.end(), labels.begin());
+  Status status;
+  ForEachBucket(h, AppendPythonFloat, [&](std::string_view le, std::uint64_t cumulative) {
+    if (!status.ok()) return;
     labels[base.size()] = {"le", le};
-    GC_RETURN_IF_ERROR(writer.Append(
-        name + "_bucket", std::span<const model::LabelView>(labels.data(), base.size() + 1),
-        static_cast<double>(cumulative), now_ms));
-  }
+    status =
+        writer.Append(bucket, std::span<const model::LabelView>(labels.data(), base.size() + 1),
+                      static_cast<double>(cumulative), now_ms);
+  });
+  GC_RETURN_IF_ERROR(status);
   GC_RETURN_IF_ERROR(writer.Append(name + "_count", base, static_cast<double>(h.count), now_ms));
   GC_RETURN_IF_ERROR(writer.Append(name + "_sum", base, h.sum, now_ms));
   return N + 3;

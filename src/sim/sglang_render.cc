@@ -18,20 +18,10 @@ void Histogram(const ServiceFamily& family, const SglangState& s, const VllmHist
   const model::LabelView model[] = {{"model_name", s.model_name}};
   sink.Family(family);
   sink.Sample("_sum", model, h.sum);
-  std::string le;
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i <= N; ++i) {
-    le.clear();
-    if (i < N) {
-      cumulative += h.buckets[i];
-      AppendPythonFloat((*h.bounds)[i], le);
-    } else {
-      cumulative = h.count;
-      le = "+Inf";
-    }
+  ForEachBucket(h, AppendPythonFloat, [&](std::string_view le, std::uint64_t cumulative) {
     const model::LabelView labels[] = {{"le", le}, {"model_name", s.model_name}};
     sink.Sample("_bucket", labels, static_cast<double>(cumulative));
-  }
+  });
   sink.Sample("_count", model, static_cast<double>(h.count));
 }
 

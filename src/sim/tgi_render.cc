@@ -14,20 +14,10 @@ void Scalar(const ServiceFamily& family, double value, ExpositionSink& sink) {
 template <std::size_t N>
 void Histogram(const ServiceFamily& family, const VllmHistogram<N>& h, ExpositionSink& sink) {
   sink.Family(family);
-  std::string le;
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i <= N; ++i) {
-    le.clear();
-    if (i < N) {
-      cumulative += h.buckets[i];
-      AppendRustFloat((*h.bounds)[i], le);
-    } else {
-      cumulative = h.count;
-      le = "+Inf";
-    }
+  ForEachBucket(h, AppendRustFloat, [&](std::string_view le, std::uint64_t cumulative) {
     const model::LabelView labels[] = {{"le", le}};
     sink.Sample("_bucket", labels, static_cast<double>(cumulative));
-  }
+  });
   sink.Sample("_sum", {}, h.sum);
   sink.Sample("_count", {}, static_cast<double>(h.count));
 }

@@ -43,20 +43,10 @@ void Histogram(const ServiceFamily& family, std::span<const model::LabelView> ba
   std::array<model::LabelView, 4> labels{};
   std::copy(base.begin(), base.end(), labels.begin());
   const std::span<const model::LabelView> with_le(labels.data(), base.size() + 1);
-  std::string le;
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i <= N; ++i) {
-    le.clear();
-    if (i < N) {
-      cumulative += h.buckets[i];
-      AppendCppFloat((*h.bounds)[i], le);
-    } else {
-      cumulative = h.count;
-      le = "+Inf";
-    }
+  ForEachBucket(h, AppendCppFloat, [&](std::string_view le, std::uint64_t cumulative) {
     labels[base.size()] = {"le", le};
     sink.Sample("_bucket", with_le, static_cast<double>(cumulative));
-  }
+  });
 }
 
 }  // namespace

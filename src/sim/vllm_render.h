@@ -121,6 +121,27 @@ struct VllmHistogram {
   }
 };
 
+// Calls visit(le, cumulative) for each bucket of `h` in order, the +Inf
+// bucket last, with each finite bound written by `format(bound, out)` (the
+// server's number format: AppendPythonFloat, ...). `le` is valid during the
+// call only.
+template <std::size_t N, typename Format, typename Visit>
+void ForEachBucket(const VllmHistogram<N>& h, Format format, Visit visit) {
+  std::string le;
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i <= N; ++i) {
+    le.clear();
+    if (i < N) {
+      cumulative += h.buckets[i];
+      format((*h.bounds)[i], le);
+    } else {
+      cumulative = h.count;
+      le = "+Inf";
+    }
+    visit(std::string_view(le), cumulative);
+  }
+}
+
 // One vLLM server's metrics. Counters only grow; the simulator owns updates.
 struct VllmState {
   VllmVersion version = VllmVersion::kCurrent;
