@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "analysis/judge/judge.h"
+#include "analysis/judge/test_fleet.h"
 #include "analysis/policy/policy.h"
 #include "vocab/service_measures.h"
 
@@ -57,23 +58,7 @@ class ServerFleet {
       latency_den_ = Metric(std::string(latency->denominator), MetricKind::kCounter);
     }
     if (queue->selector.empty()) queue_ = Metric(std::string(queue->metric), MetricKind::kGauge);
-    for (int n = 0; n < 4; ++n) {
-      NodeInfo node;
-      node.host = n < 2 ? "canary-" + std::to_string(n) : "base-" + std::to_string(n);
-      node.role = n < 2 ? Role::kCanary : Role::kBaseline;
-      for (int g = 0; g < 2; ++g) {
-        GpuInfo gpu;
-        gpu.host = node.host;
-        gpu.gpu = std::to_string(g);
-        gpu.key = gpu.host + "/" + gpu.gpu;
-        gpu.role = node.role;
-        gpu.node = n;
-        gpu.model_name = "H100";
-        node.gpus.push_back(static_cast<int>(gpus_.size()));
-        gpus_.push_back(gpu);
-      }
-      nodes_.push_back(node);
-    }
+    judge_testing::AddTwoByTwoNodes(2, "H100", gpus_, nodes_);
   }
 
   Catalog catalog() const { return Catalog{&gpus_, &nodes_, &metrics_}; }
@@ -170,8 +155,8 @@ TEST_P(JudgeServersTest, PerTokenLatency40PercentWorseFails) {
 INSTANTIATE_TEST_SUITE_P(EveryServer, JudgeServersTest,
                          ::testing::Values(Server::kVllm, Server::kVllmLegacy, Server::kSglang,
                                            Server::kTgi, Server::kTritonTrtllm),
-                         [](const ::testing::TestParamInfo<Server>& info) {
-                           return std::string(vocab::Name(info.param));
+                         [](const ::testing::TestParamInfo<Server>& param_info) {
+                           return std::string(vocab::Name(param_info.param));
                          });
 
 // A node gauge named in a policy is the node's value: twice the requests
@@ -208,21 +193,8 @@ TEST(JudgeTailTest, P99IsInSecondsAndMixedBucketLayoutsPool) {
       {"nv_inference_first_response_histogram_ms", MetricKind::kHistogram},
       {"sglang:time_to_first_token_seconds", MetricKind::kHistogram},
   };
-  // Nodes 0-1 canary (Triton), 2 baseline Triton, 3 baseline SGLang.
-  for (int n = 0; n < 4; ++n) {
-    NodeInfo node;
-    node.host = "node-" + std::to_string(n);
-    node.role = n < 2 ? Role::kCanary : Role::kBaseline;
-    GpuInfo gpu;
-    gpu.host = node.host;
-    gpu.gpu = "0";
-    gpu.key = node.host + "/0";
-    gpu.role = node.role;
-    gpu.node = n;
-    node.gpus.push_back(n);
-    gpus.push_back(gpu);
-    nodes.push_back(node);
-  }
+  // Nodes 0-1 canary (Triton), 2 baseline Triton, 3 baseline SGLang; one GPU each.
+  judge_testing::AddTwoByTwoNodes(1, "H100", gpus, nodes);
   const std::vector<double> triton_ms = {50, 100, 150, 200, 250, 300, 500, 1000, kInfinity};
   const std::vector<double> sglang_s = {0.1, 0.25, 0.5, 1, kInfinity};
   Result<Policy> policy = ParsePolicy(

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/judge/judge.h"
+#include "analysis/judge/test_fleet.h"
 #include "analysis/policy/policy.h"
 
 namespace gpucanary::analysis {
@@ -41,25 +42,7 @@ struct Fleet {
   std::function<double(int, std::int64_t)> error_rate = [](int, std::int64_t) { return 1.0; };
   std::mt19937_64 rng{3};
 
-  Fleet() {
-    for (int n = 0; n < 4; ++n) {
-      NodeInfo node;
-      node.host = n < 2 ? "canary-" + std::to_string(n) : "base-" + std::to_string(n);
-      node.role = n < 2 ? Role::kCanary : Role::kBaseline;
-      for (int g = 0; g < 2; ++g) {
-        GpuInfo gpu;
-        gpu.host = node.host;
-        gpu.gpu = std::to_string(g);
-        gpu.key = gpu.host + "/" + gpu.gpu;
-        gpu.role = node.role;
-        gpu.node = n;
-        gpu.model_name = "H100";
-        node.gpus.push_back(static_cast<int>(gpus.size()));
-        gpus.push_back(gpu);
-      }
-      nodes.push_back(node);
-    }
-  }
+  Fleet() { judge_testing::AddTwoByTwoNodes(2, "H100", gpus, nodes); }
   Catalog catalog() const { return Catalog{&gpus, &nodes, &metrics}; }
 
   Tick Make(std::int64_t t) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/judge/judge.h"
+#include "analysis/judge/test_fleet.h"
 #include "analysis/policy/policy.h"
 
 namespace gpucanary::analysis {
@@ -50,25 +51,7 @@ struct DcgmFleet {
   bool clock_reported = true;
   std::mt19937_64 rng{11};
 
-  DcgmFleet() {
-    for (int n = 0; n < 4; ++n) {
-      NodeInfo node;
-      node.host = n < 2 ? "canary-" + std::to_string(n) : "base-" + std::to_string(n);
-      node.role = n < 2 ? Role::kCanary : Role::kBaseline;
-      for (int g = 0; g < 4; ++g) {
-        GpuInfo gpu;
-        gpu.host = node.host;
-        gpu.gpu = std::to_string(g);
-        gpu.key = gpu.host + "/" + gpu.gpu;
-        gpu.role = node.role;
-        gpu.node = n;
-        gpu.model_name = "NVIDIA H100 80GB HBM3";
-        node.gpus.push_back(static_cast<int>(gpus.size()));
-        gpus.push_back(gpu);
-      }
-      nodes.push_back(node);
-    }
-  }
+  DcgmFleet() { judge_testing::AddTwoByTwoNodes(4, "NVIDIA H100 80GB HBM3", gpus, nodes); }
   Catalog catalog() const { return Catalog{&gpus, &nodes, &metrics}; }
 
   Tick Make(std::int64_t t) {
