@@ -196,11 +196,10 @@ Status Run(const CorrelateArgs& args, CommandContext& ctx) {
     for (const std::string& path : args.telemetry) {
       inputs.push_back({path, analysis::Role::kBaseline, std::nullopt});
     }
-    Status st =
-        analysis::ReplayRecordings(std::move(inputs), {}, [&](analysis::Replay& replay) -> Status {
-          report = analysis::correlate::Correlate(replay, *releases, options);
-          return report ? Status::Ok() : report.error();
-        });
+    Status st = analysis::ReplayRecordings(inputs, {}, [&](analysis::Replay& replay) -> Status {
+      report = analysis::correlate::Correlate(replay, *releases, options);
+      return report ? Status::Ok() : report.error();
+    });
     if (!st.ok()) return st;
   }
   if (!report) return report.error();

@@ -118,7 +118,7 @@ class ReplayTest : public ::testing::Test {
   };
   static Dumped DumpAll(std::vector<ReplayInput> inputs, const ReplayOptions& options = {}) {
     Dumped d;
-    Status st = ReplayRecordings(std::move(inputs), options, [&d](Replay& replay) -> Status {
+    Status st = ReplayRecordings(inputs, options, [&d](Replay& replay) -> Status {
       d.ticks.clear();
       ++d.calls;
       Tick tick;
