@@ -108,7 +108,9 @@ struct Measure {
   bool without_service = false;
   // Only in `without_service`: decides only while no service metric was seen.
   bool only_without_service = false;
-  int without_service_index = -1;  // index into Policy::without_service, if only there
+  // The policy entry's kind (metrics or without_service); unset for a rule
+  // or a diagnostic (reported as a derived "ratio").
+  std::optional<MetricPolicy::Kind> policy_kind;
   MetricPolicy::Better better = MetricPolicy::Better::kHigher;
   double margin = 0;
   double alpha_whole = 0;  // error rate of the whole-canary comparison

@@ -95,6 +95,7 @@ Measure PolicyMeasure(const MetricPolicy& mp, std::size_t index, double alpha_me
   Measure m;
   m.name = mp.name;
   m.policy_index = static_cast<int>(index);
+  m.policy_kind = mp.kind;
   m.decides = true;
   m.critical = mp.critical;
   m.better = mp.better;
@@ -156,14 +157,6 @@ bool ReadsService(const MetricPolicy& mp) {
          mp.kind == MetricPolicy::Kind::kP99;
 }
 
-// The `metrics` entry a `without_service` entry repeats (its index), if any.
-std::optional<std::size_t> RepeatedMetric(const Policy& policy, const MetricPolicy& ws) {
-  for (std::size_t i = 0; i < policy.metrics.size(); ++i) {
-    if (policy.metrics[i].name == ws.name && policy.metrics[i].kind == ws.kind) return i;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 // A ratio of two sums (tokens per DRAM activity, histogram sum per count).
@@ -211,7 +204,7 @@ void Measures::Build(Fleet& fleet) {
   int without_service = dram;
   for (const MetricPolicy& mp : policy_.metrics) without_service += ReadsService(mp) ? 0 : 1;
   for (const MetricPolicy& ws : policy_.without_service) {
-    without_service += RepeatedMetric(policy_, ws) ? 0 : 1;
+    without_service += policy_.FindMetric(ws.name, ws.kind) ? 0 : 1;
   }
   const int deciding = std::max(with_service, without_service);
   const double alpha_metric = policy_.alpha / std::max(1, deciding);
@@ -220,7 +213,7 @@ void Measures::Build(Fleet& fleet) {
   }
   for (std::size_t i = 0; i < policy_.without_service.size(); ++i) {
     const MetricPolicy& ws = policy_.without_service[i];
-    if (const std::optional<std::size_t> repeated = RepeatedMetric(policy_, ws)) {
+    if (const std::optional<std::size_t> repeated = policy_.FindMetric(ws.name, ws.kind)) {
       measures_[*repeated].without_service = true;
       continue;
     }
@@ -228,7 +221,6 @@ void Measures::Build(Fleet& fleet) {
     m.policy_index = -1;
     m.without_service = true;
     m.only_without_service = true;
-    m.without_service_index = static_cast<int>(i);
     measures_.push_back(std::move(m));
   }
   if (policy_.rules.dram_efficiency) {

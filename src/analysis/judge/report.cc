@@ -109,15 +109,7 @@ MetricResult ReportWriter::ResultFor(std::size_t m) const {
   const Measure& ms = in_.measures.list()[m];
   MetricResult r;
   r.name = ms.name;
-  if (ms.policy_index >= 0) {
-    r.kind = std::string(
-        MetricKindName(in_.policy.metrics[static_cast<std::size_t>(ms.policy_index)].kind));
-  } else if (ms.without_service_index >= 0) {
-    r.kind = std::string(MetricKindName(
-        in_.policy.without_service[static_cast<std::size_t>(ms.without_service_index)].kind));
-  } else {
-    r.kind = "ratio";
-  }
+  r.kind = ms.policy_kind ? std::string(MetricKindName(*ms.policy_kind)) : "ratio";
   r.better = ms.better == MetricPolicy::Better::kHigher ? "higher" : "lower";
   r.margin = ms.margin;
   // Critical: required for a pass. Without service metrics, the

@@ -324,11 +324,7 @@ void VerdictTracker::MarkFailing() {
 }
 
 bool VerdictTracker::JudgedWithoutService() const {
-  if (fleet_.service_seen()) return false;
-  for (const Measure& ms : measures_.list()) {
-    if (ms.without_service) return true;
-  }
-  return false;
+  return !fleet_.service_seen() && !policy_.without_service.empty();
 }
 
 // The required measures: with service metrics, the critical ones if the

@@ -308,15 +308,14 @@ class PolicyParser {
                 "GPU measure or a DCGM field")
           .value();
     }
-    for (const MetricPolicy& other : p_->metrics) {
-      if (other.name != m.name || other.kind != m.kind) continue;
-      if (other.better != m.better || other.margin != m.margin) {
-        return r_
-            .Fail(at, where,
-                  "repeats a metrics entry with another better or margin; repeat it as it is "
-                  "there (it is then the same comparison) or leave it out")
-            .value();
-      }
+    const std::optional<std::size_t> repeated = p_->FindMetric(m.name, m.kind);
+    if (repeated &&
+        (p_->metrics[*repeated].better != m.better || p_->metrics[*repeated].margin != m.margin)) {
+      return r_
+          .Fail(at, where,
+                "repeats a metrics entry with another better or margin; repeat it as it is "
+                "there (it is then the same comparison) or leave it out")
+          .value();
     }
     return Status::Ok();
   }

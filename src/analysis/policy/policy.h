@@ -101,6 +101,15 @@ struct Policy {
   // comparison; the others are compared only on such a canary.
   std::vector<MetricPolicy> without_service;
   std::string file;  // what errors were reported against
+
+  // The `metrics` entry of this name and kind (its index), if any: the one a
+  // `without_service` entry repeats.
+  std::optional<std::size_t> FindMetric(std::string_view name, MetricPolicy::Kind kind) const {
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+      if (metrics[i].name == name && metrics[i].kind == kind) return i;
+    }
+    return std::nullopt;
+  }
 };
 
 std::string_view MetricKindName(MetricPolicy::Kind kind);  // "gauge", "rate", "mean", ...
