@@ -4,13 +4,16 @@
 // flags to ImportOptions, runs it and prints the report. See docs/importers.md.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "cli/command.h"
+#include "cli/time_flag.h"
 #include "importers/dcgm_csv_importer.h"
 #include "importers/import_report.h"
 #include "importers/nvidia_smi_importer.h"
@@ -28,6 +31,8 @@ struct ImportFlags {
   std::string model_name;
   std::string gpu = "0";
   std::string utc_offset = "+00:00";
+  std::vector<std::string> gpus;
+  std::string start_at;
   bool skip_bad_lines = false;
 };
 
@@ -63,6 +68,21 @@ void RunImport(InputKind kind, const ImportFlags& flags, CommandContext& ctx) {
   options.model_name = flags.model_name;
   options.gpu = flags.gpu;
   options.skip_bad_lines = flags.skip_bad_lines;
+  options.gpus = flags.gpus;
+  if (std::find(options.gpus.begin(), options.gpus.end(), "") != options.gpus.end()) {
+    ctx.err << "gpucanary import: --gpus: an empty GPU index in the list\n";
+    ctx.exit_code = kExitBadInput;
+    return;
+  }
+  if (!flags.start_at.empty()) {
+    Result<std::int64_t> start = ParseTimeFlag("--start-at", flags.start_at);
+    if (!start) {
+      ctx.err << "gpucanary import: " << start.error().message() << "\n";
+      ctx.exit_code = kExitBadInput;
+      return;
+    }
+    options.start_at_ms = *start * 1000;
+  }
   if (options.gpu.empty()) {
     ctx.err << "gpucanary import: --gpu must not be empty\n";
     ctx.exit_code = kExitBadInput;
@@ -122,6 +142,14 @@ CLI::App* AddImportSubcommand(CLI::App& import, InputKind kind, CommandContext& 
                     "UTC offset of the host that wrote the log's local timestamps, +HH:MM")
         ->capture_default_str();
   }
+  sub->add_option("--gpus", flags->gpus,
+                  "Import only these GPU indices (e.g. --gpus 0,1,2,3); other GPUs' rows are "
+                  "counted and left out")
+      ->delimiter(',');
+  sub->add_option("--start-at", flags->start_at,
+                  "Move the log in time so its first imported row is at TIME (Unix seconds or "
+                  "RFC 3339), keeping every interval: lines up two runs recorded at different "
+                  "times for a side-by-side judge");
   sub->add_flag("--skip-bad-lines", flags->skip_bad_lines,
                 "Skip malformed rows (counted and reported) instead of stopping at the first");
   sub->callback([kind, flags, &ctx] { RunImport(kind, *flags, ctx); });

@@ -1,10 +1,12 @@
 #include "importers/csv_importer.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -121,8 +123,10 @@ class CsvImport {
   std::vector<PendingSample> pending_;
   std::uint64_t row_missing_ = 0;
   std::int64_t row_ms_ = 0;
-  std::string gpu_key_;                                  // "<Hostname>/<gpu>"
-  std::string device_;                                   // "nvidia<gpu>"
+  bool row_other_gpu_ = false;            // a GPU that ImportOptions::gpus leaves out
+  std::optional<std::int64_t> shift_ms_;  // ImportOptions::start_at_ms - first row, once known
+  std::string gpu_key_;                   // "<Hostname>/<gpu>"
+  std::string device_;                    // "nvidia<gpu>"
   std::array<std::string_view, kRoleCount> identity_{};  // identity cells by ColumnRole
   std::array<LabelView, 6> labels_{};
   size_t label_count_ = 0;
@@ -155,7 +159,12 @@ Result<ImportReport> CsvImport::Run(const std::string& input_path) {
     if (IsBlankLine(line) || line == header_line_) continue;
     ++report_.rows_read;
     RowError error;
-    if (!ParseRow(line, &error)) {
+    const bool parsed = ParseRow(line, &error);
+    if (parsed && row_other_gpu_) {
+      ++report_.rows_other_gpus;
+      continue;
+    }
+    if (!parsed) {
       std::string message = Describe(line, error);
       if (!options_.skip_bad_lines) return Error(StatusCode::kParseError, std::move(message));
       ++report_.rows_skipped;
@@ -299,6 +308,16 @@ bool CsvImport::IdentifyGpu(RowError* error) {
       *error = RowError{cells_[column].offset, columns_[column].header, "empty GPU index"};
       return false;
     }
+  }
+  row_other_gpu_ = !options_.gpus.empty() && std::find(options_.gpus.begin(), options_.gpus.end(),
+                                                       gpu) == options_.gpus.end();
+  if (row_other_gpu_) return true;
+  if (options_.start_at_ms) {
+    if (!shift_ms_) {
+      shift_ms_ = *options_.start_at_ms - row_ms_;
+      report_.shift_ms = *shift_ms_;
+    }
+    row_ms_ += *shift_ms_;
   }
   std::string_view hostname = cell_of(ColumnRole::kHostname);
   if (hostname.empty()) hostname = default_hostname_;

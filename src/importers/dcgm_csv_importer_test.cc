@@ -286,6 +286,47 @@ TEST(DcgmCsvImporterTest, SkipBadLinesCountsAndReportsThem) {
   EXPECT_EQ(ReadLines(output), expected);
 }
 
+// --gpus and --start-at: half of a node's GPUs, moved in time as one block.
+TEST(DcgmCsvImporterTest, SelectedGpusMovedToAStartTime) {
+  const auto input = WriteTempFile("dcgm_split.csv",
+                                   "timestamp,gpu,power_w\n"
+                                   "1700000000.250,0,100\n"
+                                   "1700000000.250,1,101\n"
+                                   "1700000000.250,2,102\n"
+                                   "1700000001.250,2,112\n"
+                                   "1700000001.250,0,110\n"
+                                   "1700000001.750,1,111\n");
+  const auto output = TempPath("dcgm_split.om");
+  ImportOptions options;
+  options.hostname = "arm-b";
+  options.gpus = {"1", "2"};
+  options.start_at_ms = 1800000000000;
+  auto report = Import(input.string(), output, options);
+  ASSERT_TRUE(report.has_value()) << report.error().ToString();
+  EXPECT_EQ(report->rows_read, 6u);
+  EXPECT_EQ(report->rows_imported, 4u);
+  EXPECT_EQ(report->rows_other_gpus, 2u);
+  EXPECT_EQ(report->rows_skipped, 0u);
+  EXPECT_EQ(report->gpus, (std::vector<std::string>{"arm-b/1", "arm-b/2"}));
+  EXPECT_EQ(report->shift_ms, 1800000000000 - 1700000000250);
+  EXPECT_EQ(report->first_timestamp_ms, 1800000000000);
+  EXPECT_EQ(report->last_timestamp_ms, 1800000001500);
+  std::vector<std::string> samples;
+  ForEachLine(output, [&](std::string_view line) {
+    if (!line.starts_with("#")) samples.emplace_back(line);
+  });
+  const std::string name = "DCGM_FI_DEV_POWER_USAGE";
+  EXPECT_EQ(samples, (std::vector<std::string>{
+                         name + R"({gpu="1",device="nvidia1",Hostname="arm-b"} 101 1800000000.000)",
+                         name + R"({gpu="2",device="nvidia2",Hostname="arm-b"} 102 1800000000.000)",
+                         name + R"({gpu="2",device="nvidia2",Hostname="arm-b"} 112 1800000001.000)",
+                         name + R"({gpu="1",device="nvidia1",Hostname="arm-b"} 111 1800000001.500)",
+                     }));
+  const std::string summary = FormatImportSummary(*report);
+  EXPECT_NE(summary.find("2 of other GPUs left out"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("moved by +99999999.750 s"), std::string::npos) << summary;
+}
+
 TEST(DcgmCsvImporterTest, DcgmFieldNameHeaderWithFullIdentity) {
   const auto input = WriteTempFile(
       "dcgm_names.csv",

@@ -63,7 +63,11 @@ std::string FormatImportSummary(const ImportReport& report) {
   std::string out;
   out += "rows: " + std::to_string(report.rows_read) + " read, " +
          std::to_string(report.rows_imported) + " imported, " +
-         std::to_string(report.rows_skipped) + " skipped\n";
+         std::to_string(report.rows_skipped) + " skipped";
+  if (report.rows_other_gpus > 0) {
+    out += ", " + std::to_string(report.rows_other_gpus) + " of other GPUs left out";
+  }
+  out += "\n";
   out += "samples: " + std::to_string(report.samples_written) + " written, " +
          std::to_string(report.missing_cells) + " empty or N/A cells\n";
   out += "columns: " + std::to_string(report.imported_columns.size()) + " imported, " +
@@ -86,7 +90,12 @@ std::string FormatImportSummary(const ImportReport& report) {
     char span[32];
     std::snprintf(span, sizeof(span), "%.3f", static_cast<double>(span_ms) / 1000.0);
     out += "time: " + FormatUtcMillis(*report.first_timestamp_ms) + " .. " +
-           FormatUtcMillis(*report.last_timestamp_ms) + " (" + span + " s)\n";
+           FormatUtcMillis(*report.last_timestamp_ms) + " (" + span + " s)";
+    if (report.shift_ms != 0) {
+      std::snprintf(span, sizeof(span), "%+.3f", static_cast<double>(report.shift_ms) / 1000.0);
+      out += std::string(", moved by ") + span + " s";
+    }
+    out += "\n";
   } else {
     out += "time: no samples\n";
   }

@@ -32,6 +32,15 @@ struct ImportOptions {
   // false: stop at the first malformed row with its error. true: skip malformed
   // rows, count them and keep the first messages in the report.
   bool skip_bad_lines = false;
+  // Only rows of these GPU indices are imported (empty: every GPU); the rows
+  // of other GPUs are counted in ImportReport::rows_other_gpus. Splits an
+  // 8-GPU trace into two arms of a side-by-side comparison.
+  std::vector<std::string> gpus;
+  // Moves every imported row by one offset so the first imported row lands at
+  // this instant (Unix ms); intervals stay as they were. Lines up two logs
+  // recorded at different times (the same job before and after a change) so
+  // they can be judged side by side. The report's timestamps are the moved ones.
+  std::optional<std::int64_t> start_at_ms;
 };
 
 struct PhaseTransition {
@@ -54,6 +63,9 @@ struct ImportReport {
   std::uint64_t rows_read = 0;
   std::uint64_t rows_imported = 0;
   std::uint64_t rows_skipped = 0;
+  std::uint64_t rows_other_gpus = 0;  // rows of GPUs not in ImportOptions::gpus
+  // What ImportOptions::start_at_ms added to every timestamp (0 without it).
+  std::int64_t shift_ms = 0;
   std::vector<std::string> skipped_messages;  // "file:line:col: message", the first few
   std::uint64_t samples_written = 0;
   // Cells of imported rows that held no value (empty, N/A, [Not Supported], ...):
