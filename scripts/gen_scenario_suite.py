@@ -133,7 +133,7 @@ class Case:
 
 
 def fault(kind, nodes, gpus=None, params=None, scope=None):
-    pairs = [("fault", kind), ("nodes", "[" + ", ".join(nodes) + "]")]
+    pairs = [("fault", kind), ("nodes", nodes if nodes == "all" else "[" + ", ".join(nodes) + "]")]
     if gpus is not None:
         pairs.append(("gpus", f'"{gpus}"'))
     if params:
@@ -262,6 +262,26 @@ def aa_cases():
             f"aa-{i:02d}", "aa", seed, "A/A: " + conf,
             AA_COMMENT.format(rs=RELEASE_START, conf=conf), "pass", gpu=gpu, rps=r,
             diurnal=diurnal, bursts=bursts, events=events, tags=tags))
+    # Fleet-wide events strong enough to throttle every node (issue 18: held-out
+    # scenarios of this class failed healthy releases). A heat event that
+    # makes the canary, a little hotter where it sits, slower too cannot pass
+    # (the release cannot be shown not worse) and must not fail.
+    others = [n for n in (f"node-{i}" for i in range(1, 7)) if n not in CANARY]
+    fleet_events = [
+        (133, 260, "not_fail", ["heat"],
+         [(90, fault("thermal", others, params={"cooling_factor": 2.2})),
+          (90, fault("thermal", list(CANARY), params={"cooling_factor": 2.3}))],
+         "a data-centre heat event throttles every node (SW/HW thermal) from 90 s, "
+         "the canary nodes a little hotter (cooling x2.3 against x2.2)"),
+        (134, 260, "pass", ["power_cap"],
+         [(90, fault("power_cap", "all", params={"limit_w": 450}))],
+         "facility power capping lowers every GPU's limit to 450 W from 90 s"),
+    ]
+    for seed, r, verdict, tags, events, conf in fleet_events:
+        cases.append(Case(
+            f"aa-{len(cases) + 1:02d}", "aa", seed, "A/A: " + conf,
+            AA_COMMENT.format(rs=RELEASE_START, conf=conf), verdict, rps=r, events=events,
+            tags=tags))
     return cases
 
 
@@ -378,6 +398,12 @@ NODE_COMMENT = """Node fault with a healthy release: `next` is the baseline prof
 Expected: not fail (pass or inconclusive), the cause named with scope node on {node}."""
 
 
+HALT_COMMENT = """Node fault with a healthy release: `next` is the baseline profile. {what}.
+Expected: fail. The seed's rule: a throttle streak of more than 3 s on a canary
+GPU after its release halts the canary (unless the GPU had it before the
+release, or the baseline shows it too); the judge names the GPUs."""
+
+
 def node_cases():
     t2, t5 = serving_at("node-2"), serving_at("node-5")
     specs = [
@@ -444,10 +470,21 @@ def node_cases():
         if gpu_list:
             c["gpus"] = "[" + ", ".join(gpu_list) + "]"
         comment = NODE_COMMENT.format(what=what[0].upper() + what[1:], node=node)
+        verdict = "not_fail"
+        tags = [cause, "canary_node" if node in CANARY else "baseline_node"]
+        # The seed's rule (issue 18): a throttle streak on a canary GPU after
+        # its release halts the canary, whatever the node; the judge cannot
+        # tell it from the release on a node that ran it, and halting is cheap.
+        if node in CANARY and name.endswith("-after") or name == "node-canary-one-of-eight":
+            if cause in ("power_brake", "thermal_throttle", "hw_slowdown", "power_cap"):
+                verdict = "fail"
+                c = {"kind": cause, "scope": "release"}
+                tags.append("halt")
+                comment = HALT_COMMENT.format(what=what[0].upper() + what[1:])
         cases.append(Case(
-            name, "node", seed, what, comment, "not_fail", causes=[c], onset=onset, gpu=gpu,
+            name, "node", seed, what, comment, verdict, causes=[c], onset=onset, gpu=gpu,
             gpus=gpus, rps=extra.get("rps", 210), bursts="1/5m", events=events,
-            tags=[cause, "canary_node" if node in CANARY else "baseline_node"]
+            tags=tags
             + (["before_release"] if onset < RELEASE_START else [])))
     return cases
 

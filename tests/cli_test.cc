@@ -134,7 +134,9 @@ TEST_F(CliTest, ImportModelKeepsGpuModelsApartInTheJudge) {
   import("h100pcie350w_fp8gemm_maxpower.csv", "h100.om", " --hostname h100");
   RunResult r = Run("judge --baseline " + (dir_ / "a100.om").string() + " --canary " +
                     (dir_ / "h100.om").string());
-  ASSERT_EQ(r.exit_code, 2) << r.err;
+  // Compared as one model: decided on the data (the H100's clock is not the
+  // A100's), never refused.
+  ASSERT_TRUE(r.exit_code == 1 || r.exit_code == 2) << r.exit_code << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_NE(sm_clock(j), "no_data");
   EXPECT_THAT(j["notes"].dump(), HasSubstr("1 canary and 1 baseline GPU(s) carry no modelName "

@@ -13,7 +13,7 @@
 #include "analysis/stats/blocks.h"
 #include "eval/kayenta/kayenta.h"
 #include "eval/kayenta/standalone.h"
-#include "vocab/vocab.h"
+#include "eval/suite/sentences.h"
 
 namespace gpucanary::eval::evaluate {
 
@@ -139,6 +139,11 @@ Result<CaseOutcome> EvaluateCase(const suite::SuiteCase& c, const EvaluateOption
 
   out.verdict = report.verdict;
   if (report.decided_at) out.delay_s = *report.decided_at - onset;
+  for (const Cause& cause : report.causes) {
+    for (std::string& line : suite::SummaryContradictions(cause)) {
+      out.contradictions.push_back(std::move(line));
+    }
+  }
   for (const Cause& cause : report.causes) {
     if (cause.failing && report.decided_at && !out.since_delay_s) {
       out.since_delay_s = *report.decided_at - cause.since;

@@ -32,6 +32,8 @@ struct CaseOutcome {
   std::vector<std::string> causes;  // "kind/scope[@nodes]" as found (failing first)
   bool verdict_ok = false;          // fail when fail is expected; not fail otherwise
   bool causes_ok = false;           // every expected cause found with its scope (and node)
+  // Summaries that contradict their own evidence (suite::SummaryContradictions).
+  std::vector<std::string> contradictions;
 
   // The Kayenta-style judge on the same ticks (fixed-horizon Mann-Whitney
   // every interval, fail fast on a marginal score).

@@ -8,7 +8,12 @@
 //       the suite's A/A scenarios again and again with new seeds
 //   build/release/eval/evaluate/judge_suite --without-service  # GPU telemetry
 //       alone: every service series dropped, as on a DCGM-only fleet
+//   build/release/eval/evaluate/judge_suite --effects=20  # time to decision by
+//       effect size: regression-05pct-1 with the release 0-50% slower per
+//       token, 20 seeds each
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +24,58 @@
 #include "analysis/policy/policy.h"
 #include "eval/evaluate/evaluate.h"
 
+namespace {
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(std::lround(q * static_cast<double>(v.size() - 1)));
+  return v[std::min(i, v.size() - 1)];
+}
+
+// Time to decision by effect size: regression-05pct-1 (4 GPUs x 6 nodes,
+// canary node-2 and node-5, 210 req/s) with the release `slowdown` times
+// slower per token, `runs` seeds each.
+int RunEffects(const std::vector<gpucanary::eval::suite::SuiteCase>& cases,
+               const gpucanary::eval::evaluate::EvaluateOptions& options, std::int64_t runs) {
+  namespace suite = gpucanary::eval::suite;
+  namespace evaluate = gpucanary::eval::evaluate;
+  using gpucanary::analysis::Verdict;
+  const auto base = std::find_if(cases.begin(), cases.end(), [](const suite::SuiteCase& c) {
+    return c.name == "regression-05pct-1";
+  });
+  if (base == cases.end()) {
+    std::fprintf(stderr, "regression-05pct-1 not in the suite\n");
+    return 3;
+  }
+  std::printf(
+      "| slower per token | runs | fail | pass | inconclusive | decision after onset: median | "
+      "p90 | max |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const double slowdown : {1.0, 1.02, 1.05, 1.10, 1.20, 1.50}) {
+    std::int64_t fails = 0, passes = 0;
+    std::vector<double> delays;
+    for (std::int64_t i = 0; i < runs; ++i) {
+      suite::SuiteCase c = *base;
+      c.scenario.seed = 200000 + static_cast<std::uint64_t>(i);
+      c.scenario.releases["next"].slowdown = slowdown;
+      auto o = evaluate::EvaluateCase(c, options);
+      if (!o) {
+        std::fprintf(stderr, "%s\n", o.error().message().c_str());
+        return 3;
+      }
+      fails += o->verdict == Verdict::kFail;
+      passes += o->verdict == Verdict::kPass;
+      if (o->delay_s && o->verdict != Verdict::kInconclusive) delays.push_back(*o->delay_s);
+    }
+    std::printf("| %.0f%% | %ld | %ld | %ld | %ld | %.0f s | %.0f s | %.0f s |\n",
+                (slowdown - 1) * 100, runs, fails, passes, runs - fails - passes,
+                Percentile(delays, 0.5), Percentile(delays, 0.9), Percentile(delays, 1.0));
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   namespace suite = gpucanary::eval::suite;
   namespace evaluate = gpucanary::eval::evaluate;
@@ -28,9 +85,12 @@ int main(int argc, char** argv) {
   std::string policy_path;
   std::int64_t aa_runs = 0;
   bool without_service = false;
+  std::int64_t effect_runs = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--without-service") {
+    if (arg.rfind("--effects=", 0) == 0) {
+      effect_runs = std::strtoll(arg.c_str() + 10, nullptr, 10);
+    } else if (arg == "--without-service") {
       without_service = true;
     } else if (arg.rfind("--policy=", 0) == 0) {
       policy_path = arg.substr(9);
@@ -57,6 +117,7 @@ int main(int argc, char** argv) {
   options.without_service = without_service;
   options.work_dir = std::filesystem::temp_directory_path().string() + "/gpucanary-judge-suite";
   std::vector<evaluate::CaseOutcome> outcomes;
+  if (effect_runs > 0) return RunEffects(*cases, options, effect_runs);
   if (aa_runs > 0) {
     std::vector<const suite::SuiteCase*> aa;
     for (const suite::SuiteCase& c : *cases) {

@@ -53,13 +53,16 @@ TEST(SuiteAccuracyTest, EveryCaseAsLabelled) {
     for (const std::string& cs : o->causes) causes += " " + cs;
     EXPECT_TRUE(o->verdict_ok) << c.name << ": " << analysis::VerdictName(o->verdict) << causes;
     EXPECT_TRUE(o->causes_ok) << c.name << ": found" << causes;
+    for (const std::string& line : o->contradictions) ADD_FAILURE() << c.name << ": " << line;
     gpucanary_wrong += !(o->verdict_ok && o->causes_ok);
     kayenta_wrong += !o->kayenta_ok;
     if (c.category == suite::Category::kAa) {
       ++aa;
       aa_fail += o->verdict == analysis::Verdict::kFail;
-      // Healthy releases must reach pass, not only avoid fail.
-      EXPECT_EQ(o->verdict, analysis::Verdict::kPass) << c.name;
+      // Healthy releases must reach pass, not only avoid fail (where the
+      // label says pass: a canary slowed by a fleet-wide event cannot).
+      if (c.verdict == suite::Verdict::kPass)
+        EXPECT_EQ(o->verdict, analysis::Verdict::kPass) << c.name;
     }
     if (c.category == suite::Category::kRegression && o->delay_s) {
       EXPECT_LE(*o->delay_s, 120.0) << c.name << ": a 5-10% regression decided after 2 minutes";

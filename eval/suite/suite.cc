@@ -289,8 +289,10 @@ class SuiteParser {
         any([](const ExpectedCause& x) { return x.scope == vocab::Scope::kRelease; });
     switch (c.category) {
       case Category::kAa:
-        if (c.verdict != Verdict::kPass) {
-          return r_.Fail(verdict, Child(field, "verdict"), "an aa case must pass");
+        // not_fail: a healthy release under a fleet-wide event that makes
+        // the canary slower too (it cannot be shown not worse, nor blamed).
+        if (c.verdict == Verdict::kFail) {
+          return r_.Fail(verdict, Child(field, "verdict"), "an aa case must not fail");
         }
         if (!c.causes.empty()) return r_.Fail(causes, Child(field, "causes"), "must be [] for aa");
         break;
@@ -309,6 +311,15 @@ class SuiteParser {
         }
         break;
       case Category::kNode:
+        // A node fault halts the canary only through the seed's throttle
+        // rule on a canary GPU after the release (tag `halt`).
+        if (std::find(c.tags.begin(), c.tags.end(), "halt") != c.tags.end()) {
+          if (c.verdict != Verdict::kFail || !release_cause) {
+            return r_.Fail(verdict, Child(field, "verdict"),
+                           "a halt case must fail with a release-scoped cause");
+          }
+          break;
+        }
         if (c.verdict == Verdict::kFail) {
           return r_.Fail(verdict, Child(field, "verdict"), "node faults alone never fail");
         }

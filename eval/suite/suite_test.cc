@@ -122,7 +122,9 @@ TEST(SuiteTest, NodeFaultsCoverTheShapesTheIssueAsksFor) {
       subset |= faulted > 1 && faulted < gpus_on_node;
       one_of_eight |= faulted == 1 && gpus_on_node == 8;
     }
-    EXPECT_NE(c->verdict, Verdict::kFail) << c->name;
+    // Only the seed's throttle rule halts a canary for a node's fault.
+    const bool halt = std::find(c->tags.begin(), c->tags.end(), "halt") != c->tags.end();
+    if (!halt) EXPECT_NE(c->verdict, Verdict::kFail) << c->name;
   }
   EXPECT_TRUE(one_canary_after);
   EXPECT_TRUE(canary_before);
@@ -229,7 +231,7 @@ TEST(SuiteTest, BadLabelsNameFileLineColumnAndField) {
        "causes: [{kind: power_brake, scope: node, node: node-5}]\n",
        "t.yaml:8:13: cases[0].causes:", "expected a cause with scope release"},
       {"aa case with causes", "category: aa\n",
-       "t.yaml:7:14: cases[0].verdict:", "an aa case must pass"},
+       "t.yaml:7:14: cases[0].verdict:", "an aa case must not fail"},
       {"node case that fails", "category: node\n",
        "t.yaml:7:14: cases[0].verdict:", "node faults alone never fail"},
       {"regression without software_regression", "category: regression\n",

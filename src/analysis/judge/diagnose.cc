@@ -9,6 +9,10 @@
 namespace gpucanary::analysis {
 namespace {
 
+// Above this a GPU is near its slowdown temperature (H100: 87-90 C on the
+// die; DCGM_FI_DEV_SLOWDOWN_TEMP where exported).
+constexpr double kSlowdownTempC = 85;
+
 bool Below(double change, double by) { return !std::isnan(change) && change < -by; }
 bool Above(double change, double by) { return !std::isnan(change) && change > by; }
 
@@ -55,7 +59,83 @@ double Change(const Evidence* e) {
   return e->canary / e->baseline - 1;
 }
 
+// A clock cause found from the metrics, with no throttle reason to quote:
+// the numbers that named it.
+std::string ClockDropSentence(const Cause& c, const std::string& where) {
+  using vocab::CauseKind;
+  const Evidence* clock = Find(c, "DCGM_FI_DEV_SM_CLOCK");
+  const Evidence* power = Find(c, "DCGM_FI_DEV_POWER_USAGE");
+  const Evidence* limit = Find(c, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT");
+  const Evidence* temp = Find(c, "DCGM_FI_DEV_GPU_TEMP");
+  const Evidence* lead =
+      clock != nullptr ? clock : (c.evidence.empty() ? nullptr : &c.evidence.front());
+  std::string s;
+  if (lead != nullptr) {
+    const double ch = Change(lead);
+    s = lead->metric + (std::isnan(ch) ? " changed" : (ch < 0 ? " down " : " up ") + Percent(ch)) +
+        ": " + Versus(lead, lead == clock ? "MHz" : "") + " on " + where;
+  } else {
+    s = "Slower on " + where;
+  }
+  std::string power_text;
+  if (power != nullptr) {
+    power_text = "board power " + Versus(power, "W");
+    if (limit != nullptr) {
+      power_text += " against a " + Number(limit->canary) + " W limit";
+      if (limit->unit.find("default") != std::string::npos) power_text += " (the model's default)";
+    }
+  }
+  if (c.kind == CauseKind::kPowerCap) {
+    s += ", with " + (power_text.empty() ? std::string("the power at its limit") : power_text) +
+         ": the power cap holds the clock (no throttle reason reported)";
+  } else if (c.kind == CauseKind::kThermalThrottle) {
+    s += ", at " + Versus(temp, "C") + ": thermal slowdown (no throttle reason reported)";
+  } else {
+    s += ": the clock fell for a reason the telemetry does not report (no throttle reason";
+    if (!power_text.empty()) s += "; " + power_text;
+    if (temp != nullptr) s += "; " + Versus(temp, "C");
+    s += ")";
+  }
+  return s;
+}
+
 }  // namespace
+
+std::optional<double> DefaultPowerLimitW(std::string_view model_name) {
+  // NVIDIA's product briefs (default TGP / board power), most specific first.
+  struct Row {
+    std::string_view a, b;  // both must appear in the name ("" matches anything)
+    double watts;
+  };
+  static constexpr Row kRows[] = {
+      {"H100", "PCIe", 350},
+      {"H100", "NVL", 400},
+      {"H100", "", 700},
+      {"H200", "NVL", 600},
+      {"H200", "", 700},
+      {"B200", "", 1000},
+      {"A100", "PCIE-40GB", 250},
+      {"A100", "PCIe-40GB", 250},
+      {"A100", "PCIE", 300},
+      {"A100", "PCIe", 300},
+      {"A100", "", 400},
+      {"L40S", "", 350},
+      {"L40", "", 300},
+      {"L4", "", 72},
+      {"A10G", "", 300},
+      {"A10", "", 150},
+      {"V100", "PCIE", 250},
+      {"V100", "", 300},
+      {"T4", "", 70},
+  };
+  for (const Row& r : kRows) {
+    if (model_name.find(r.a) != std::string_view::npos &&
+        (r.b.empty() || model_name.find(r.b) != std::string_view::npos)) {
+      return r.watts;
+    }
+  }
+  return std::nullopt;
+}
 
 vocab::CauseKind ClassifyMetricFailure(std::string_view metric, bool gpu_metric,
                                        const Signature& s) {
@@ -73,12 +153,24 @@ vocab::CauseKind ClassifyMetricFailure(std::string_view metric, bool gpu_metric,
   // busier, as the kernels run longer).
   if (Below(s.occupancy, 0.15) && !Below(s.sm_active, 0.10)) return CauseKind::kLowOccupancy;
   if (metric.find("OCCUPANCY") != std::string_view::npos) return CauseKind::kLowOccupancy;
-  // Slower clocks with no harmful reason the rules saw: the power cap.
-  if (Below(s.sm_clock, 0.03))
-    return s.power_capped ? CauseKind::kPowerCap : CauseKind::kHwSlowdown;
+  // Slower clocks with no harmful reason the rules saw: the power cap when
+  // 0x4 was seen or the power sits at its limit; a hot GPU's thermal
+  // slowdown; else a slowdown whose reason the telemetry does not say.
+  if (Below(s.sm_clock, 0.03)) {
+    if (s.power_capped || s.PowerAtLimit()) return CauseKind::kPowerCap;
+    if (s.temp_c >= kSlowdownTempC) return CauseKind::kThermalThrottle;
+    return CauseKind::kHwSlowdown;
+  }
   if (gpu_metric && metric.find("CLOCK") != std::string_view::npos) return CauseKind::kHwSlowdown;
   // The service got slower, the hardware did not: software.
   return CauseKind::kSoftwareRegression;
+}
+
+vocab::CauseKind ClassifyDramEfficiencyFailure(const Signature& s) {
+  const double work = std::isnan(s.tensor) ? 0.0 : s.tensor;
+  if (Above(s.dram, 0.05) && (1 + s.dram) / (1 + work) > 1.15)
+    return vocab::CauseKind::kMemoryThrash;
+  return ClassifyMetricFailure("tokens_per_dram_active", true, s);
 }
 
 std::string DescribeGpus(const std::vector<std::string>& gpus) {
@@ -133,8 +225,15 @@ std::string SummarizeCause(const Cause& c, std::string_view detail, double secon
   char held[64] = "";
   if (seconds > 0) std::snprintf(held, sizeof held, " for %.0f s", seconds);
   const Evidence* clock = Find(c, "DCGM_FI_DEV_SM_CLOCK");
+  const bool from_metric = c.origin.rfind("metric:", 0) == 0;
+  const bool clock_kind = c.kind == CauseKind::kPowerCap || c.kind == CauseKind::kHwSlowdown ||
+                          c.kind == CauseKind::kThermalThrottle;
   std::string s;
-  if (c.kind == CauseKind::kPowerBrake) {
+  if (c.origin == "rule:idle") {
+    s = "On " + where + ": " + std::string(detail);
+  } else if (from_metric && clock_kind && detail.empty()) {
+    s = ClockDropSentence(c, where);
+  } else if (c.kind == CauseKind::kPowerBrake) {
     s = "HW power brake (" + std::string(detail) + ") held SM clock at " + Versus(clock, "MHz") +
         " on " + where + held;
   } else if (c.kind == CauseKind::kThermalThrottle) {
@@ -177,7 +276,13 @@ std::string SummarizeCause(const Cause& c, std::string_view detail, double secon
     }
     if (!sig.empty()) s += " (" + sig + ")";
     if (c.kind == CauseKind::kSoftwareRegression) {
-      s += ": the service is slower with clocks, throttling, PCIe and DRAM efficiency unchanged";
+      const bool gpu_work = main != nullptr && (main->metric.rfind("DCGM_", 0) == 0 ||
+                                                main->metric == "work_per_joule" ||
+                                                main->metric == "tokens_per_dram_active");
+      s += gpu_work ? ": the GPUs do less useful work with no clock, throttle or PCIe mechanism "
+                      "in the telemetry"
+                    : ": the service is slower with no clock, throttle or PCIe mechanism in the "
+                      "telemetry";
     } else if (c.kind == CauseKind::kMemoryThrash) {
       s += ": DRAM busier for less useful work (memory thrash)";
     } else if (c.kind == CauseKind::kLowOccupancy) {
@@ -186,7 +291,11 @@ std::string SummarizeCause(const Cause& c, std::string_view detail, double secon
       s += ": " + std::string(vocab::Name(c.kind));
     }
   }
-  if (c.scope == vocab::Scope::kNode) {
+  if (c.scope == vocab::Scope::kFleet) {
+    s += ". Seen on the baseline too, on several nodes in the same minute: a fleet-wide event "
+         "(heat, facility power), not the release; the release is judged on its comparison "
+         "with the baseline";
+  } else if (c.scope == vocab::Scope::kNode) {
     s += ". Node fault";
     if (!detail.empty() && detail.find("already before") != std::string_view::npos) {
       s += " (already there before the release)";

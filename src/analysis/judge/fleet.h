@@ -142,6 +142,14 @@ class Fleet {
   std::optional<double> GpuIncrease(int gpu, int slot) const {
     return Known(GpuAt(gi_, gpu, slot));
   }
+  // Whether the GPU is doing work this tick: utilisation at least 50%, else
+  // (no utilisation field) SM active at least 0.3; a GPU reporting neither
+  // counts as busy (nothing says otherwise).
+  bool GpuBusy(int gpu) const {
+    if (const std::optional<double> util = GpuValue(gpu, kUtil)) return *util >= 50;
+    if (const std::optional<double> sm = GpuValue(gpu, kSmActive)) return *sm >= 0.3;
+    return true;
+  }
   std::optional<double> NodeValue(int node, int slot) const {
     return Known(NodeAt(nv_, node, slot));
   }

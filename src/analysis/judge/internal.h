@@ -45,6 +45,7 @@ enum GpuSlot : int {
   kSbe,
   kReplay,
   kPcieRx,
+  kUtil,
   kFixedGpuSlots,
 };
 inline constexpr std::array<std::string_view, kFixedGpuSlots> kGpuSlotNames = {
@@ -66,6 +67,7 @@ inline constexpr std::array<std::string_view, kFixedGpuSlots> kGpuSlotNames = {
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
     "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
     "DCGM_FI_PROF_PCIE_RX_BYTES",
+    "DCGM_FI_DEV_GPU_UTIL",
 };
 
 // The service measures every judge reads, whatever the policy says: the
@@ -166,10 +168,12 @@ enum class FindingScope : std::uint8_t {
   kNode,
   kPending,    // a minority of the node's GPUs show it: its siblings decide
   kSwitching,  // the node's switch to the release is not known yet
+  kFleet,      // seen on the baseline too: a fleet-wide event, not the release
 };
 
 // The scope a report gives a finding.
 inline vocab::Scope ReportedScope(FindingScope scope) {
+  if (scope == FindingScope::kFleet) return vocab::Scope::kFleet;
   return scope == FindingScope::kRelease ? vocab::Scope::kRelease : vocab::Scope::kNode;
 }
 

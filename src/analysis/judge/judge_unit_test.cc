@@ -97,11 +97,17 @@ TEST(JudgeUnitTest, HealthyCanaryPassesWithoutReleaseStart) {
   const Report r = JudgeFleet(fleet, std::nullopt, 400, &snapshots);
   EXPECT_EQ(r.verdict, Verdict::kPass);
   ASSERT_TRUE(r.decided_at.has_value());
-  // Not before min_blocks (10) blocks of 10 s.
-  EXPECT_GE(*r.decided_at, static_cast<double>(kT0 + 99));
-  // Early snapshots are inconclusive, never pass or fail.
-  EXPECT_EQ(snapshots.front().verdict, Verdict::kInconclusive);
+  // Not before min_service_seconds (30) seconds of the critical per-token
+  // latency, and well within the first minute and a half.
+  EXPECT_GE(*r.decided_at, static_cast<double>(kT0 + 29));
+  EXPECT_LE(*r.decided_at, static_cast<double>(kT0 + 90));
+  EXPECT_EQ(snapshots.front().verdict, Verdict::kPass);
   EXPECT_TRUE(r.causes.empty());
+  // Before that, inconclusive: never pass or fail on a few seconds.
+  Fleet early;
+  Judge judge({.policy = DefaultPolicy(), .release_start_s = std::nullopt});
+  for (std::int64_t s = 0; s < 25; ++s) judge.Add(early.Make(kT0 + s), early.catalog());
+  EXPECT_EQ(judge.Snapshot().verdict, Verdict::kInconclusive);
 }
 
 TEST(JudgeUnitTest, SlowerCanaryFailsAsSoftwareRegression) {
@@ -162,13 +168,26 @@ TEST(JudgeUnitTest, BrakeThatStartedBeforeTheNodeSwitchedIsTheNodes) {
   EXPECT_FALSE(c->failing);
 }
 
-TEST(JudgeUnitTest, BrakeOnOneCanaryNodeWithACleanWitnessIsTheNodes) {
+// The seed's rule: a brake held more than 3 s on a canary GPU after its
+// release halts the canary, though a clean canary node ran the release
+// longer; with halt_on_canary off, that witness makes it the node's.
+TEST(JudgeUnitTest, BrakeOnOneCanaryNodeHaltsUnlessWitnessesAreAllowed) {
   Fleet fleet;
   const std::int64_t start = kT0 + 60;
   fleet.reasons = [&](int gpu, std::int64_t t) -> std::uint64_t {
     return gpu < 2 && t >= start + 150 ? 0x88 : 0;  // canary-0 only, long after the switch
   };
-  const Report r = JudgeFleet(fleet, start, 400);
+  const Report halted = JudgeFleet(fleet, start, 400);
+  EXPECT_EQ(halted.verdict, Verdict::kFail);
+  const Cause* release = Find(halted, "power_brake", "release");
+  ASSERT_NE(release, nullptr);
+  EXPECT_EQ(release->gpus, (std::vector<std::string>{"canary-0/0", "canary-0/1"}));
+  ASSERT_TRUE(halted.decided_at.has_value());
+  EXPECT_EQ(*halted.decided_at, static_cast<double>(start + 150 + 3));  // the 4th second
+
+  Policy witnesses = DefaultPolicy();
+  witnesses.rules.throttle.halt_on_canary = false;
+  const Report r = JudgeFleet(fleet, start, 400, nullptr, witnesses);
   EXPECT_NE(r.verdict, Verdict::kFail);
   const Cause* c = Find(r, "power_brake", "node");
   ASSERT_NE(c, nullptr);
@@ -201,7 +220,7 @@ TEST(JudgeUnitTest, ServiceErrorsAreARatePerToken) {
 TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {
   Fleet fleet;
   Judge judge({.policy = DefaultPolicy(), .release_start_s = std::nullopt});
-  for (std::int64_t s = 0; s < 50; ++s) judge.Add(fleet.Make(kT0 + s), fleet.catalog());
+  for (std::int64_t s = 0; s < 25; ++s) judge.Add(fleet.Make(kT0 + s), fleet.catalog());
   judge.Add(fleet.Make(kT0 + 10), fleet.catalog());  // back in time
   const Report r = judge.Finish();
   bool noted = false;
@@ -214,7 +233,7 @@ TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {
     EXPECT_TRUE(std::isnan(m.canary));
     EXPECT_TRUE(std::isnan(m.baseline));
   }
-  EXPECT_EQ(r.verdict, Verdict::kInconclusive);  // 50 s: fewer than 10 blocks
+  EXPECT_EQ(r.verdict, Verdict::kInconclusive);  // 25 s: fewer than min_service_seconds
 }
 
 }  // namespace

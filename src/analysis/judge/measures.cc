@@ -8,6 +8,8 @@ namespace {
 
 using Sources = std::vector<Fleet::SlotSource>;
 
+constexpr double kTargetSeconds = 120;
+
 // The samples each server gives a measure's mean: the numerator (a
 // histogram's _sum, or a counter) and the denominator (its _count, or the
 // other counter); a gauge's or counter's own sample.
@@ -173,6 +175,10 @@ struct Measures::RatioPool {
     if (!any || !(den > 0)) return std::nullopt;
     return num / den;
   }
+  std::optional<NodeRatio> Sums() const {
+    if (!any || !(den > 0)) return std::nullopt;
+    return NodeRatio{num, den};
+  }
 };
 
 // A continuous measure's pools this tick: the whole canary in its judged
@@ -310,11 +316,16 @@ Comparison& Measures::ComparisonFor(std::size_t m, int unit) {
   const auto block_s = static_cast<std::int64_t>(policy_.block_s);
   const std::int64_t origin = time_.BlockOrigin();
   const std::int64_t history_origin = time_.first_tick.value_or(0);
-  const double rho = stats::RhoForTarget(30, alpha);
-  Comparison& created = comparisons_[m]
-                            .emplace(unit, Comparison(block_s, policy_.min_block_fraction, origin,
-                                                      rho, alpha, history_origin))
-                            .first->second;
+  const bool per_second = measures_[m].kind != MeasureKind::kNodeTail;
+  // The CS boundary is tightest near n* observations: 30 blocks of a p99,
+  // two minutes of seconds (a fast fail is a large effect, decided well
+  // before; a pass needs the tight boundary).
+  const double rho = stats::RhoForTarget(per_second ? kTargetSeconds : 30, alpha);
+  Comparison& created =
+      comparisons_[m]
+          .emplace(unit, Comparison(per_second, block_s, policy_.min_block_fraction, origin, rho,
+                                    alpha, history_origin))
+          .first->second;
   index[u] = &created;
   return created;
 }
@@ -352,16 +363,16 @@ void Measures::RunContinuous(std::size_t m, std::int64_t t) {
   scratch_units_.clear();  // unit = 1 + GPU or node index
   if (!IsNodeLevel(ms.kind) && ms.gpu_slot < 0) return;
   const TickPools pools = IsNodeLevel(ms.kind) ? PoolNodes(ms, t) : PoolGpus(ms, t);
-  const std::optional<double> canary_all = pools.judged.Value();
-  const std::optional<double> canary_hist = pools.history.Value();
-  const std::optional<double> baseline = pools.baseline.Value();
+  const std::optional<NodeRatio> canary_all = pools.judged.Sums();
+  const std::optional<NodeRatio> canary_hist = pools.history.Sums();
+  const std::optional<NodeRatio> baseline = pools.baseline.Sums();
   if (tap_ && ms.policy_index >= 0 && t >= time_.BlockOrigin()) {
-    tap_(t, ms.policy_index, canary_all, baseline);
+    tap_(t, ms.policy_index, pools.judged.Value(), pools.baseline.Value());
   }
-  FeedBlocks(m, 0, t, canary_all, canary_hist, baseline);
+  FeedSeconds(m, 0, t, canary_all, canary_hist, baseline);
   for (const ScratchUnit& u : scratch_units_) {
-    FeedBlocks(m, u.unit, t, u.phase == Phase::kJudged ? u.value : std::nullopt,
-               u.phase == Phase::kHistory ? u.value : std::nullopt, baseline);
+    FeedSeconds(m, u.unit, t, u.phase == Phase::kJudged ? u.value : std::nullopt,
+                u.phase == Phase::kHistory ? u.value : std::nullopt, baseline);
   }
 }
 
@@ -371,6 +382,11 @@ Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
   RatioPool judged, history, baseline;
   const bool rate = ms.kind == MeasureKind::kGpuRate;
   const bool work = ms.kind == MeasureKind::kGpuWork;
+  // Clocks and power are compared busy with busy: an idle GPU sits at its
+  // idle clock (345 MHz on an H100 PCIe) whatever the release.
+  const bool busy_only =
+      ms.kind == MeasureKind::kGpuGauge && (ms.gpu_slot == kClock || ms.gpu_slot == kPower ||
+                                            ms.gpu_slot == kOccupancy || ms.gpu_slot == kTemp);
   const std::vector<GpuState>& gpus = fleet_.gpus();
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const GpuState& s = gpus[g];
@@ -379,7 +395,9 @@ Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
     // A value over a weight: the field's value over 1, or the GPU's
     // tensor-pipe cycles over its watts.
     std::optional<NodeRatio> r;
-    if (work) {
+    if (busy_only && !fleet_.GpuBusy(gi)) {
+      r.reset();
+    } else if (work) {
       r = WorkPerJouleOf(gi);
     } else if (const std::optional<double> v =
                    rate ? fleet_.GpuIncrease(gi, ms.gpu_slot) : fleet_.GpuValue(gi, ms.gpu_slot)) {
@@ -391,8 +409,8 @@ Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
     }
     const Phase ph = fleet_.PhaseOf(s.node, t);
     if (ms.decides) {
-      std::optional<double> v;
-      if (r && !s.excluded) v = r->num / r->den;
+      std::optional<NodeRatio> v;
+      if (r && !s.excluded && r->den > 0) v = r;
       scratch_units_.push_back({gi + 1, v, ph});
     }
     if (s.excluded || !r) continue;
@@ -416,8 +434,8 @@ Measures::TickPools Measures::PoolNodes(const Measure& ms, std::int64_t t) {
       continue;
     }
     const Phase ph = fleet_.PhaseOf(ni, t);
-    std::optional<double> v;
-    if (r && r->den > 0 && !n.excluded) v = r->num / r->den;
+    std::optional<NodeRatio> v;
+    if (r && r->den > 0 && !n.excluded) v = r;
     if (ms.decides) scratch_units_.push_back({ni + 1, v, ph});
     if (n.excluded || !r) continue;
     if (ph == Phase::kJudged) judged.Add(r->num, r->den);
@@ -477,21 +495,39 @@ std::optional<Measures::NodeRatio> Measures::WorkPerJouleOf(int gpu) const {
   return NodeRatio{*tensor * *clock, *power};
 }
 
-// Before the release a unit's value goes to its history blocks; from the
-// block origin on, to its judged blocks.
-void Measures::FeedBlocks(std::size_t m, int unit, std::int64_t t, std::optional<double> judged,
-                          std::optional<double> history, std::optional<double> baseline) {
+// Before the release a unit's sums go to its history; from the block origin
+// (release + warm-up) on, each second with both arms is one observation.
+void Measures::FeedSeconds(std::size_t m, int unit, std::int64_t t, std::optional<NodeRatio> judged,
+                           std::optional<NodeRatio> history, std::optional<NodeRatio> baseline) {
   Comparison& cmp = ComparisonFor(m, unit);
+  if (!baseline) return;
   if (time_.BeforeRelease(t)) {
-    if (const std::optional<stats::Block> b = cmp.history.Add(t, history, baseline)) {
-      OnComparisonBlock(m, unit, *b, true);
-    }
+    if (!history) return;
+    cmp.history_cn += history->num;
+    cmp.history_cd += history->den;
+    cmp.history_bn += baseline->num;
+    cmp.history_bd += baseline->den;
+    cmp.history_blocks += 1;
     return;
   }
-  if (t < time_.BlockOrigin()) return;
-  if (const std::optional<stats::Block> b = cmp.blocks.Add(t, judged, baseline)) {
-    OnComparisonBlock(m, unit, *b, false);
-  }
+  if (t < time_.BlockOrigin() || !judged) return;
+  const std::int64_t before = cmp.ratio.n();
+  cmp.ratio.Add(judged->num, judged->den, baseline->num, baseline->den);
+  if (cmp.ratio.n() == before) return;
+  OnSecond(m, unit, t);
+}
+
+void Measures::OnSecond(std::size_t m, int unit, std::int64_t t) {
+  Comparison& cmp = ComparisonFor(m, unit);
+  // One GPU (or node) is noisier than the pool, and settles later after a
+  // restart: a unit's own comparison waits three times as long.
+  const int base = IsNodeLevel(measures_[m].kind)
+                       ? std::max(policy_.min_seconds, policy_.min_service_seconds)
+                       : policy_.min_seconds;
+  const int needed = unit == 0 ? base : 3 * base;
+  if (cmp.ratio.n() < needed || !cmp.ratio.LogRatio()) return;
+  if (!measures_[m].decides && unit != 0) return;
+  TakeDecision(m, unit, cmp, cmp.ratio.Interval(cmp.alpha), t);
 }
 
 // ---------------------------------------------------------------------------
@@ -511,7 +547,13 @@ void Measures::OnComparisonBlock(std::size_t m, int unit, const stats::Block& bl
   cmp.baseline_sum += block.baseline_mean;
   cmp.blocks_used += 1;
   if (cmp.cs.n() < policy_.min_blocks) return;
-  const stats::Bounds b = cmp.cs.Interval(cmp.alpha);
+  const std::int64_t end = block.start_tick + static_cast<std::int64_t>(policy_.block_s) - 1;
+  TakeDecision(m, unit, cmp, cmp.cs.Interval(cmp.alpha),
+               std::min(end, time_.last_tick.value_or(end)));
+}
+
+void Measures::TakeDecision(std::size_t m, int unit, Comparison& cmp, stats::Bounds b,
+                            std::int64_t at) {
   cmp.lo = std::max(cmp.lo, b.lo);
   cmp.hi = std::min(cmp.hi, b.hi);
   if (cmp.lo > cmp.hi) {  // the intersection emptied: keep the latest interval
@@ -525,8 +567,7 @@ void Measures::OnComparisonBlock(std::size_t m, int unit, const stats::Block& bl
   // Per-unit comparisons only look for harm; a unit's "not worse" is not needed.
   if (unit != 0 && d == stats::Decision::kNotWorse) return;
   cmp.decision = d;
-  const std::int64_t end = block.start_tick + static_cast<std::int64_t>(policy_.block_s) - 1;
-  cmp.decided_at = std::min(end, time_.last_tick.value_or(end));
+  cmp.decided_at = at;
   // A without_service-only measure counts against the release only on a
   // canary without service metrics.
   if (d == stats::Decision::kWorse && !(ms.only_without_service && fleet_.service_seen())) {

@@ -32,41 +32,76 @@
 #include "analysis/stats/blocks.h"
 #include "analysis/stats/confidence_sequence.h"
 #include "analysis/stats/count_test.h"
+#include "analysis/stats/ratio_cs.h"
 
 namespace gpucanary::analysis::judge_internal {
 
 // One CS comparison: a unit (the whole canary, a canary GPU or node) against
-// the pooled matched baseline, block by block.
+// the pooled matched baseline. Continuous measures are compared every second
+// as a ratio of sums (stats::RatioCs); p99 measures block by block (the log
+// ratio of block p99s under a ConfidenceSequence).
 struct Comparison {
-  stats::BlockAccumulator blocks;
+  bool per_second = true;
+  stats::RatioCs ratio;            // per_second
+  stats::BlockAccumulator blocks;  // p99: blocks of block_s
   stats::ConfidenceSequence cs;
   double alpha = 0;
   double lo = -kInf;  // running intersection of the log-ratio CS
   double hi = kInf;
   stats::Decision decision = stats::Decision::kUndecided;
   std::optional<std::int64_t> decided_at;
-  double canary_sum = 0;  // sums of block means, for point estimates
+  double canary_sum = 0;  // p99: sums of block values, for point estimates
   double baseline_sum = 0;
   std::int64_t blocks_used = 0;
-  // History (before the unit's release): mean log ratio of block means.
+  // History (before the unit's release). Per second: the arms' sums; p99:
+  // the mean log ratio of block values.
   stats::BlockAccumulator history;
   double history_sum = 0;
-  std::int64_t history_blocks = 0;
+  std::int64_t history_blocks = 0;  // p99 blocks, or seconds
+  double history_cn = 0, history_cd = 0, history_bn = 0, history_bd = 0;
 
-  Comparison(std::int64_t block_s, double min_fraction, std::int64_t origin, double rho,
-             double alpha_, std::int64_t history_origin)
-      : blocks(block_s, min_fraction, origin),
+  Comparison(bool per_second_, std::int64_t block_s, double min_fraction, std::int64_t origin,
+             double rho, double alpha_, std::int64_t history_origin)
+      : per_second(per_second_),
+        ratio(rho),
+        blocks(block_s, min_fraction, origin),
         cs(rho, stats::CsScale::kStandardized),
         alpha(alpha_),
         history(block_s, min_fraction, history_origin) {}
 
+  // Seconds (or p99 blocks) compared.
+  std::int64_t observations() const { return per_second ? ratio.n() : blocks_used; }
+  // The arms' values over the judged period (NaN: none).
+  double canary_mean() const {
+    if (per_second) return ratio.canary_ratio();
+    return blocks_used == 0 ? kNaN : canary_sum / static_cast<double>(blocks_used);
+  }
+  double baseline_mean() const {
+    if (per_second) return ratio.baseline_ratio();
+    return blocks_used == 0 ? kNaN : baseline_sum / static_cast<double>(blocks_used);
+  }
   double change() const {  // point estimate, relative
+    if (per_second) {
+      const std::optional<double> lr = ratio.LogRatio();
+      return lr ? std::expm1(*lr) : kNaN;
+    }
     if (blocks_used == 0 || !(baseline_sum > 0)) return kNaN;
     return canary_sum / baseline_sum - 1.0;
   }
   double history_change() const {
-    return history_blocks == 0 ? kNaN
-                               : std::expm1(history_sum / static_cast<double>(history_blocks));
+    if (history_blocks == 0) return kNaN;
+    if (per_second) {
+      if (!(history_cn > 0) || !(history_bn > 0) || !(history_cd > 0) || !(history_bd > 0)) {
+        return kNaN;
+      }
+      return (history_cn / history_cd) / (history_bn / history_bd) - 1;
+    }
+    return std::expm1(history_sum / static_cast<double>(history_blocks));
+  }
+  // The log-ratio CS at error rate a at this look (not intersected).
+  stats::Bounds IntervalAt(double a) const {
+    if (per_second) return ratio.Interval(a);
+    return cs.Interval(a);
   }
 };
 
@@ -141,9 +176,13 @@ class Measures {
     std::int64_t canary_seconds = 0, baseline_seconds = 0;
   };
   // A canary unit's value this tick, for the per-unit comparisons.
+  struct NodeRatio {
+    double num = 0;
+    double den = 0;
+  };
   struct ScratchUnit {
     int unit;
-    std::optional<double> value;
+    std::optional<NodeRatio> value;
     Phase phase;
   };
   struct UnitCount {
@@ -177,10 +216,6 @@ class Measures {
   };
   struct RatioPool;
   struct TickPools;
-  struct NodeRatio {
-    double num = 0;
-    double den = 0;
-  };
 
   void Build(Fleet& fleet);
   void AddDiagnostic(std::string_view name, MeasureKind kind, int slot, int slot2 = -1);
@@ -191,8 +226,11 @@ class Measures {
   std::optional<NodeRatio> NodeRatioOf(const Measure& ms, int node) const;
   std::optional<NodeRatio> DramEfficiencyOf(int node) const;
   std::optional<NodeRatio> WorkPerJouleOf(int gpu) const;
-  void FeedBlocks(std::size_t m, int unit, std::int64_t t, std::optional<double> judged,
-                  std::optional<double> history, std::optional<double> baseline);
+  void FeedSeconds(std::size_t m, int unit, std::int64_t t, std::optional<NodeRatio> judged,
+                   std::optional<NodeRatio> history, std::optional<NodeRatio> baseline);
+  void OnSecond(std::size_t m, int unit, std::int64_t t);
+  // Intersects the comparison's interval with `b` and decides against the margin.
+  void TakeDecision(std::size_t m, int unit, Comparison& cmp, stats::Bounds b, std::int64_t at);
 
   void RunCount(std::size_t m, std::int64_t t);
   void CountNodes(const Measure& ms, std::int64_t t);

@@ -55,6 +55,7 @@ class ReportWriter {
   void AddNotes(Report& report) const;
   void AddModelNotes(Report& report) const;
   void AddWithoutServiceNote(Report& report) const;
+  void AddNextSteps(Report& report) const;
 
   const ReportSources& in_;
   const std::vector<GpuInfo>* gpu_info_;
@@ -142,14 +143,23 @@ void ReportWriter::CountResult(std::size_t m, MetricResult& r) const {
 
 void ReportWriter::BlockResult(std::size_t m, MetricResult& r) const {
   const Comparison* cmp = in_.measures.Whole(m);
-  if (cmp == nullptr || cmp->blocks_used == 0) return;
+  if (cmp == nullptr || cmp->observations() == 0) return;
   const Measure& ms = in_.measures.list()[m];
-  r.blocks = cmp->blocks_used;
-  r.canary = cmp->canary_sum / static_cast<double>(cmp->blocks_used);
-  r.baseline = cmp->baseline_sum / static_cast<double>(cmp->blocks_used);
-  // The change the interval is about: the geometric mean of the block ratios.
-  r.change = cmp->cs.n() > 0 ? std::expm1(cmp->cs.mean()) : kNaN;
-  if (cmp->cs.n() >= in_.policy.min_blocks) {
+  r.blocks = cmp->observations();
+  r.canary = cmp->canary_mean();
+  r.baseline = cmp->baseline_mean();
+  // The change the interval is about: the ratio of the arms' sums (per
+  // second), the geometric mean of the block ratios (p99).
+  if (cmp->per_second) {
+    r.change = cmp->change();
+  } else {
+    r.change = cmp->cs.n() > 0 ? std::expm1(cmp->cs.mean()) : kNaN;
+  }
+  const std::int64_t needed = !cmp->per_second ? in_.policy.min_blocks
+                              : IsNodeLevel(ms.kind)
+                                  ? std::max(in_.policy.min_seconds, in_.policy.min_service_seconds)
+                                  : in_.policy.min_seconds;
+  if (cmp->observations() >= needed && std::isfinite(cmp->lo)) {
     const stats::Bounds rel = stats::RelativeChange({cmp->lo, cmp->hi});
     r.interval_lo = rel.lo;
     r.interval_hi = rel.hi;
@@ -190,9 +200,14 @@ std::vector<MetricFinding> ReportWriter::NamedFindings() const {
     if (f.measure < 0) continue;
     const Measure& ms = in_.measures.list()[static_cast<std::size_t>(f.measure)];
     if (ms.kind == MeasureKind::kDramEff) {
-      f.kind = vocab::CauseKind::kMemoryThrash;
+      f.kind = f.scope == FindingScope::kRelease && release_rule_kind
+                   ? *release_rule_kind
+                   : ClassifyDramEfficiencyFailure(signature);
     } else if (f.scope == FindingScope::kRelease && release_rule_kind) {
       f.kind = *release_rule_kind;
+    } else if (const std::optional<vocab::CauseKind> rule = in_.verdict.RuleKindOn(f);
+               rule && f.scope != FindingScope::kRelease) {
+      f.kind = *rule;
     } else {
       f.kind = ClassifyMetricFailure(ms.name, !IsNodeLevel(ms.kind), signature);
     }
@@ -336,11 +351,33 @@ void ReportWriter::AddMetricEvidence(Cause& c, const MetricFinding& first_metric
       const Measure& ms = measures[k];
       if (ms.kind != MeasureKind::kGpuGauge || ms.gpu_slot != slot || ms.name == r.name) continue;
       const Comparison* cmp = in_.measures.Whole(k);
-      if (cmp == nullptr || cmp->blocks_used == 0) continue;
-      c.evidence.push_back({ms.name, cmp->baseline_sum / static_cast<double>(cmp->blocks_used),
-                            cmp->canary_sum / static_cast<double>(cmp->blocks_used), ""});
+      if (cmp == nullptr || cmp->observations() == 0) continue;
+      c.evidence.push_back({ms.name, cmp->baseline_mean(), cmp->canary_mean(), ""});
       break;
     }
+  }
+  // A clock cause found from the metrics has no reason bits: the power
+  // against its limit and the temperature say which it is.
+  using vocab::CauseKind;
+  if (c.kind != CauseKind::kPowerCap && c.kind != CauseKind::kHwSlowdown &&
+      c.kind != CauseKind::kThermalThrottle) {
+    return;
+  }
+  for (int slot : {kPower, kTemp}) {
+    for (std::size_t k = 0; k < measures.size(); ++k) {
+      const Measure& ms = measures[k];
+      if (ms.kind != MeasureKind::kGpuGauge || ms.gpu_slot != slot) continue;
+      const Comparison* cmp = in_.measures.Whole(k);
+      if (cmp == nullptr || cmp->observations() == 0) continue;
+      c.evidence.push_back(
+          {ms.name, cmp->baseline_mean(), cmp->canary_mean(), slot == kPower ? "W" : "C"});
+      break;
+    }
+  }
+  const Signature sig = in_.verdict.CurrentSignature();
+  if (!std::isnan(sig.power_limit_w)) {
+    c.evidence.push_back({std::string(kGpuSlotNames[kPowerLimit]), kNaN, sig.power_limit_w,
+                          sig.limit_from_model ? "W (the model's default)" : "W"});
   }
 }
 
@@ -424,6 +461,17 @@ void ReportWriter::AddNotes(Report& report) const {
       }
     }
   }
+  std::set<std::string> fleet_kinds;
+  for (const Cause& c : report.causes) {
+    if (c.scope == vocab::Scope::kFleet) fleet_kinds.insert(std::string(vocab::Name(c.kind)));
+  }
+  if (!fleet_kinds.empty()) {
+    std::string kinds;
+    for (const std::string& k : fleet_kinds) kinds += (kinds.empty() ? "" : ", ") + k;
+    report.notes.push_back("a fleet-wide event (" + kinds +
+                           ") was seen on the baseline too: not blamed on the release, which is "
+                           "judged on its second-by-second comparison with the baseline");
+  }
   if (report.verdict != Verdict::kInconclusive) return;
   for (const MetricResult& r : report.metrics) {
     if (r.result != "inconclusive" || std::isnan(r.detectable_effect)) continue;
@@ -432,6 +480,62 @@ void ReportWriter::AddNotes(Report& report) const {
                   "%s: undecided; the data could detect a change of %.1f%% (margin %.1f%%)",
                   r.name.c_str(), 100 * r.detectable_effect, 100 * r.margin);
     report.notes.emplace_back(buf);
+  }
+  AddNextSteps(report);
+}
+
+// Why an inconclusive canary is inconclusive, and what would decide it:
+// more time (how much, at the rate the interval narrows), another node, a
+// missing metric, or the end of a fleet-wide event.
+void ReportWriter::AddNextSteps(Report& report) const {
+  const VerdictTracker& verdict = in_.verdict;
+  if (!verdict.CanaryHealthy()) {
+    std::string nodes;
+    for (const Cause& c : report.causes) {
+      if (c.scope != vocab::Scope::kNode) continue;
+      for (const std::string& n : c.nodes) nodes += (nodes.empty() ? "" : ", ") + n;
+    }
+    report.notes.push_back("inconclusive: no judgeable canary node is left (node faults" +
+                           (nodes.empty() ? std::string() : " on " + nodes) +
+                           "); next: re-run the canary on another node");
+    return;
+  }
+  const bool fleet_event =
+      std::any_of(report.causes.begin(), report.causes.end(),
+                  [](const Cause& c) { return c.scope == vocab::Scope::kFleet; });
+  for (std::size_t m : verdict.RequiredMeasures()) {
+    const MetricResult r = ResultFor(m);
+    std::string line = "inconclusive: " + r.name;
+    if (r.result == "no_data") {
+      line += " has no data; next: a missing metric (scrape it, or change the policy)";
+    } else if (r.result == "low" || r.result == "high") {
+      line += fleet_event ? " is worse than its margin during a fleet-wide event seen on the "
+                            "baseline too, not blamed on the release; next: extend the canary "
+                            "past the event, or re-run it"
+                          : " is worse than its margin on a unit not blamed on the release; "
+                            "next: re-run the canary on another node";
+    } else if (r.result == "inconclusive") {
+      const double room = r.margin - std::fabs(r.change);
+      const Comparison* cmp = in_.measures.Whole(m);
+      if (cmp != nullptr && room > 0 && std::isfinite(r.detectable_effect) &&
+          r.detectable_effect > 0) {
+        // The half-width shrinks about as 1/sqrt(n).
+        const double n = static_cast<double>(cmp->observations());
+        const double more = n * (std::pow(r.detectable_effect / room, 2) - 1);
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      " is still undecided; next: more time (about %.0f more %s at this noise)",
+                      std::max(more, 1.0), cmp->per_second ? "seconds" : "blocks");
+        line += buf;
+      } else {
+        line +=
+            " is still undecided, its change near the margin; next: more time, or accept a "
+            "larger margin in the policy";
+      }
+    } else {
+      continue;
+    }
+    report.notes.push_back(std::move(line));
   }
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <span>
 #include <utility>
 
@@ -10,6 +12,19 @@ namespace gpucanary::analysis::judge_internal {
 namespace {
 
 constexpr double kWitnessSeconds = 30;  // a clean sibling this long on the release clears a node
+// A reason the baseline held fleet-wide this recently explains the canary's:
+// a minute for power events, five for heat (a room cools down in minutes,
+// and a GPU a degree hotter than its peers throttles on after they stop).
+constexpr std::int64_t kFleetWindowSeconds = 60;
+constexpr std::int64_t kFleetHeatWindowSeconds = 300;
+constexpr std::uint64_t kThermalBits = 0x20 | 0x40;
+// A canary GPU throttling for heat within this of the baseline's hottest
+// GPUs is as hot as its peers: the room, not the release.
+constexpr double kFleetHeatDegrees = 3;
+// Throttle reasons that can come from the room rather than the GPU: SW power
+// cap (facility capping), HW slowdown, SW/HW thermal (heat), power brake
+// (a facility's brake signal).
+constexpr std::uint64_t kFleetReasonBits = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
 }  // namespace
 
@@ -28,6 +43,7 @@ void HardRules::Track(std::size_t gpus) {
 // The rule machines
 
 void HardRules::Run(std::int64_t t) {
+  TrackFleetReasons(t);
   pending_hits_.clear();
   for (std::size_t g = 0; g < gpus_.size(); ++g) FeedRules(gpus_[g], static_cast<int>(g), t);
   // Every hit of this tick is known before any is scoped: GPUs of one node
@@ -37,6 +53,79 @@ void HardRules::Run(std::int64_t t) {
   pending_hits_.clear();
   tick_hits_.clear();
   ResolvePending(t, false);
+}
+
+void HardRules::TrackFleetReasons(std::int64_t t) {
+  const std::vector<GpuState>& gpus = fleet_.gpus();
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const GpuState& s = gpus[g];
+    if (s.role != Role::kBaseline || s.group < 0) continue;
+    baseline_nodes_[s.group].insert(s.node);
+    if (const std::optional<double> temp = fleet_.GpuValue(static_cast<int>(g), kTemp)) {
+      auto& slot = baseline_temp_[s.node][static_cast<std::size_t>(t) % kTempRing];
+      if (slot.first != t) slot = {t, *temp};
+      slot.second = std::max(slot.second, *temp);
+    }
+    const std::optional<double> reasons = fleet_.GpuValue(static_cast<int>(g), kReasons);
+    if (!reasons) continue;
+    const std::uint64_t bits = static_cast<std::uint64_t>(*reasons) & kFleetReasonBits;
+    for (int b = 0; b < 64; ++b) {
+      if ((bits >> b) & 1U) baseline_reason_tick_[s.group][{b, s.node}] = t;
+    }
+  }
+}
+
+int HardRules::BaselineNodesAsHot(int group, int node, double temp, std::int64_t t) const {
+  const auto nodes = baseline_nodes_.find(group);
+  if (nodes == baseline_nodes_.end()) return 0;
+  int hot = 0;
+  for (int n : nodes->second) {
+    const auto ring = baseline_temp_.find(n);
+    if (n == node || ring == baseline_temp_.end()) continue;
+    for (const auto& [tick, degrees] : ring->second) {
+      if (t - tick <= kFleetWindowSeconds && tick <= t && degrees >= temp - kFleetHeatDegrees) {
+        ++hot;
+        break;
+      }
+    }
+  }
+  return hot;
+}
+
+bool HardRules::SeenFleetWide(const RuleHit& hit, std::int64_t t) const {
+  const GpuState& hs = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
+  std::uint64_t bits = hit.bits & kFleetReasonBits;
+  // Heat: the baseline as hot as this GPU explains its thermal reasons (and
+  // the HW slowdown that comes with them), throttling or not yet.
+  if ((bits & kThermalBits) != 0) {
+    if (const std::optional<double> temp = fleet_.GpuValue(hit.gpu, kTemp)) {
+      const int hot = BaselineNodesAsHot(hs.group, hs.node, *temp, t);
+      const auto total_it = baseline_nodes_.find(hs.group);
+      const int total =
+          total_it == baseline_nodes_.end() ? 0 : static_cast<int>(total_it->second.size());
+      if (hot >= 2 && 4 * hot >= total) bits &= ~(kThermalBits | std::uint64_t{0x8});
+      if (bits == 0) return true;
+    }
+  }
+  const auto seen = baseline_reason_tick_.find(hs.group);
+  const auto nodes = baseline_nodes_.find(hs.group);
+  if (bits == 0 || seen == baseline_reason_tick_.end() || nodes == baseline_nodes_.end()) {
+    return false;
+  }
+  const auto total = static_cast<int>(nodes->second.size());
+  for (int b = 0; b < 64; ++b) {
+    if (((bits >> b) & 1U) == 0) continue;
+    int on = 0;
+    for (auto it = seen->second.lower_bound({b, -1});
+         it != seen->second.end() && it->first.first == b; ++it) {
+      const std::int64_t window = ((std::uint64_t{1} << b) & kThermalBits) != 0
+                                      ? kFleetHeatWindowSeconds
+                                      : kFleetWindowSeconds;
+      if (it->first.second != hs.node && t - it->second <= window) ++on;
+    }
+    if (on < 2 || 4 * on < total) return false;
+  }
+  return true;
 }
 
 // The GPU's rule machines this tick. The throttle rule compares against the
@@ -162,7 +251,10 @@ void HardRules::OnHit(RuleHit hit, std::int64_t t) {
 // node stands (history, switching, judged) and on the other canary GPUs.
 FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
   const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
-  if (s.role == Role::kBaseline) return FindingScope::kNode;
+  if (s.role == Role::kBaseline) {
+    return hit.rule == "throttle" && SeenFleetWide(hit, t) ? FindingScope::kFleet
+                                                           : FindingScope::kNode;
+  }
   GpuRules& r = gpus_[static_cast<std::size_t>(hit.gpu)];
   const Phase phase = fleet_.PhaseOf(s.node, t);
   if (phase == Phase::kHistory) {
@@ -175,6 +267,14 @@ FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
   if (r.history_kinds.count(hit.kind) != 0) {
     hit.history = true;  // it had this before the release
     return FindingScope::kNode;
+  }
+  if (hit.rule == "throttle" && SeenFleetWide(hit, t)) return FindingScope::kFleet;
+  // The seed's rule: throttling for more than 3 s on a canary GPU after its
+  // release halts the canary, unless the GPU showed it before (above) or the
+  // baseline shows it too. No clean sibling or witness excuses it.
+  if (hit.rule == "throttle" && policy_.rules.throttle.halt_on_canary) {
+    release_kinds_.insert(hit.kind);
+    return FindingScope::kRelease;
   }
   const FindingScope scope = ScopeForRuleKind(hit.kind, hit, t);
   // A non-critical XID is a pattern only when it recurs on several GPUs.
@@ -289,7 +389,13 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
     RuleHit probe = hit != nullptr ? *hit : RuleHit{};
     probe.gpu = gpu;
     probe.kind = f.kind;
-    f.scope = ScopeForRuleKind(f.kind, probe, t);
+    probe.bits = f.bits;
+    if (f.origin == "rule:throttle" && SeenFleetWide(probe, t)) {
+      f.scope = FindingScope::kFleet;
+      continue;
+    }
+    f.scope =
+        f.origin == "rule:throttle" ? FindingScope::kRelease : ScopeForRuleKind(f.kind, probe, t);
     if (f.scope == FindingScope::kRelease) {
       release_kinds_.insert(f.kind);
       f.decided_at = t;

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -101,6 +102,13 @@ class HardRules {
   void AddEccHit(const GpuRules& r, int gpu, std::int64_t t);
   void OnHit(RuleHit hit, std::int64_t t);
   FindingScope ScopeOfNewHit(RuleHit& hit, std::int64_t t);
+  // Records which clock-event reasons each baseline node's GPUs hold.
+  void TrackFleetReasons(std::int64_t t);
+  // Every harmful reason of a throttle hit held within the last
+  // kFleetWindowSeconds on at least two baseline nodes other than the hit's,
+  // and on a quarter of the group's baseline nodes: a heat or facility power
+  // event, not the release (one bad baseline node is that node's fault).
+  bool SeenFleetWide(const RuleHit& hit, std::int64_t t) const;
   FindingScope ScopeForRuleKind(vocab::CauseKind kind, const RuleHit& hit, std::int64_t t) const;
   void AffectedBy(vocab::CauseKind kind, std::int64_t t, std::set<int>* gpus,
                   std::set<int>* nodes) const;
@@ -116,6 +124,18 @@ class HardRules {
   std::vector<RuleHit> pending_hits_;         // this tick's, before scoping
   std::vector<RuleHit> tick_hits_;            // this tick's, while scoping
   std::set<vocab::CauseKind> release_kinds_;  // rule kinds proven the release's
+  // Per group: (reason bit, baseline node) -> the last tick a GPU of that
+  // node held it (TrackFleetReasons); and the group's baseline nodes.
+  std::map<int, std::map<std::pair<int, int>, std::int64_t>> baseline_reason_tick_;
+  std::map<int, std::set<int>> baseline_nodes_;
+  // Per baseline node: its hottest GPU's temperature at each of the last
+  // kTempRing ticks (tick, degrees), for heat events seen before the
+  // baseline throttles.
+  static constexpr std::size_t kTempRing = 64;
+  std::map<int, std::array<std::pair<std::int64_t, double>, kTempRing>> baseline_temp_;
+  // Baseline nodes of `group` (not `node`) whose GPUs were within
+  // kFleetHeatDegrees of `temp` in the last minute.
+  int BaselineNodesAsHot(int group, int node, double temp, std::int64_t t) const;
 };
 
 }  // namespace gpucanary::analysis::judge_internal

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace gpucanary::analysis::judge_internal {
 namespace {
 
-constexpr std::int64_t kMinScopeBlocks = 3;  // blocks a unit needs to count as affected or clean
-constexpr double kMinLogAlpha = -690;        // log(alpha) ~ 1e-300
+// Observations a unit needs to count as affected or clean: three p99 blocks,
+// or thirty seconds.
+std::int64_t MinScopeObservations(const Comparison& cmp) { return cmp.per_second ? 30 : 3; }
+constexpr double kMinLogAlpha = -690;  // log(alpha) ~ 1e-300
 
 double ScoreForAlpha(double alpha_used, double policy_alpha, double alpha_star) {
   // alpha_star is the error rate of the single comparison at which the
@@ -22,10 +26,7 @@ double ScoreForAlpha(double alpha_used, double policy_alpha, double alpha_star) 
 // The decision the comparison's confidence sequence supports at error rate
 // alpha (not its running intersection: the score is of the interval alone).
 stats::Decision DecisionAt(const Comparison& cmp, const Measure& ms, double alpha) {
-  const double h = stats::CsHalfWidth(cmp.cs.n(), cmp.cs.variance(), cmp.cs.rho(), alpha,
-                                      stats::CsScale::kStandardized);
-  const stats::Bounds rel = stats::RelativeChange({cmp.cs.mean() - h, cmp.cs.mean() + h});
-  return Decide(ms.better, rel, ms.margin);
+  return Decide(ms.better, stats::RelativeChange(cmp.IntervalAt(alpha)), ms.margin);
 }
 
 // Bisection on log(alpha) for the smallest alpha at which `holds` (true from
@@ -72,8 +73,57 @@ void VerdictTracker::OnMetricWorse(std::size_t m, int unit, std::int64_t t) {
   // Harm on the whole canary with no unit yet resolved: all canary units.
   if (f.units.empty() && unit == 0) f.units = CanaryUnits(f.unit_is_gpu);
   f.kind = MetricFindingKind(m, f.scope);
+  // A unit the rules already named (a brake, a cap on these GPUs) slows for
+  // that mechanism, whatever scope the rule's finding got.
+  if (f.scope != FindingScope::kRelease) {
+    if (const std::optional<vocab::CauseKind> rule = RuleKindOn(f)) f.kind = *rule;
+  }
+  if (f.scope == FindingScope::kRelease && ExplainedByFleetEvent(f.kind)) {
+    f.scope = FindingScope::kFleet;
+  }
   if (f.scope == FindingScope::kNode) ExcludeUnits(f);
   findings_.push_back(std::move(f));
+}
+
+std::optional<vocab::CauseKind> VerdictTracker::RuleKindOn(const MetricFinding& f) const {
+  std::set<int> gpus;
+  for (int u : f.units) {
+    if (f.unit_is_gpu) {
+      gpus.insert(u);
+      continue;
+    }
+    for (std::size_t g = 0; g < fleet_.gpus().size(); ++g) {
+      if (fleet_.gpus()[g].node == u) gpus.insert(static_cast<int>(g));
+    }
+  }
+  for (const MetricFinding& r : findings_) {
+    if (r.measure >= 0 || !r.unit_is_gpu || r.origin != "rule:throttle") continue;
+    for (int u : r.units) {
+      if (gpus.count(u) != 0) return r.kind;
+    }
+  }
+  return std::nullopt;
+}
+
+// A clock mechanism the rules saw on the baseline too (a fleet-wide heat or
+// power event) explains a slower canary, unless the canary adds to it: runs
+// hotter than the baseline by more than 3 C, or draws 5% more power.
+bool VerdictTracker::ExplainedByFleetEvent(vocab::CauseKind kind) const {
+  using vocab::CauseKind;
+  const auto clock_kind = [](CauseKind k) {
+    return k == CauseKind::kThermalThrottle || k == CauseKind::kHwSlowdown ||
+           k == CauseKind::kPowerCap || k == CauseKind::kPowerBrake;
+  };
+  if (!clock_kind(kind)) return false;
+  const bool fleet_event =
+      std::any_of(findings_.begin(), findings_.end(), [&](const MetricFinding& f) {
+        return f.scope == FindingScope::kFleet && f.measure < 0 && clock_kind(f.kind);
+      });
+  if (!fleet_event) return false;
+  const Signature s = CurrentSignature();
+  if (s.temp_c - s.temp_baseline_c > 3) return false;
+  if (s.power > 0.05) return false;
+  return true;
 }
 
 // The first judged second of the canary (the release serving after its
@@ -115,8 +165,9 @@ vocab::CauseKind VerdictTracker::MetricFindingKind(std::size_t m, FindingScope s
     }
   }
   const Measure& ms = measures_.list()[m];
-  if (ms.kind == MeasureKind::kDramEff) return vocab::CauseKind::kMemoryThrash;
-  return ClassifyMetricFailure(ms.name, !IsNodeLevel(ms.kind), CurrentSignature());
+  const Signature signature = CurrentSignature();
+  if (ms.kind == MeasureKind::kDramEff) return ClassifyDramEfficiencyFailure(signature);
+  return ClassifyMetricFailure(ms.name, !IsNodeLevel(ms.kind), signature);
 }
 
 void VerdictTracker::ExcludeUnits(const MetricFinding& f) {
@@ -190,7 +241,7 @@ void VerdictTracker::TallyBlockUnits(std::size_t m, int seed_unit, UnitTally& ta
   const Measure& ms = measures_.list()[m];
   const double half = ms.margin / 2;
   for (const auto& [unit, cmp] : measures_.comparisons(m)) {
-    if (unit == 0 || cmp.blocks_used < kMinScopeBlocks) continue;
+    if (unit == 0 || cmp.observations() < MinScopeObservations(cmp)) continue;
     const double change = cmp.change();
     if (!Worse(ms.better, change, half) && unit != seed_unit) {
       tally.witness = true;
@@ -200,7 +251,7 @@ void VerdictTracker::TallyBlockUnits(std::size_t m, int seed_unit, UnitTally& ta
     // margin) and the release made it no worse by another margin.
     const double history_change = cmp.history_change();
     const double added = (1 + change) / (1 + history_change) - 1;
-    const bool before = cmp.history_blocks >= kMinScopeBlocks &&
+    const bool before = cmp.history_blocks >= MinScopeObservations(cmp) &&
                         Worse(ms.better, history_change, ms.margin) &&
                         !Worse(ms.better, added, ms.margin);
     (before ? tally.preexisting : tally.harmed).insert(unit);
@@ -233,6 +284,44 @@ Signature VerdictTracker::CurrentSignature() const {
     if (const Comparison* whole = measures_.Whole(m)) s.tokens_per_dram = whole->change();
   }
   s.power_capped = rules_.CanaryPowerCapped();
+  s.power_w = kNaN;
+  s.temp_c = kNaN;
+  s.temp_baseline_c = kNaN;
+  for (std::size_t m = 0; m < measures_.list().size(); ++m) {
+    const Measure& ms = measures_.list()[m];
+    if (ms.kind != MeasureKind::kGpuGauge) continue;
+    const Comparison* whole = measures_.Whole(m);
+    if (whole == nullptr || whole->observations() == 0) continue;
+    if (ms.gpu_slot == kPower) s.power_w = whole->canary_mean();
+    if (ms.gpu_slot == kTemp) {
+      s.temp_c = whole->canary_mean();
+      s.temp_baseline_c = whole->baseline_mean();
+    }
+  }
+  // The limit: the canary GPUs' enforced limit, else their model's default.
+  double limit = 0;
+  int with_limit = 0;
+  std::optional<double> model_limit;
+  const std::optional<Catalog>& catalog = fleet_.catalog();
+  for (std::size_t g = 0; g < fleet_.gpus().size(); ++g) {
+    if (fleet_.gpus()[g].role != Role::kCanary) continue;
+    const int gi = static_cast<int>(g);
+    if (const std::optional<double> l = fleet_.GpuValue(gi, kPowerLimit); l && *l > 0) {
+      limit += *l;
+      ++with_limit;
+    }
+    s.reasons_reported |= fleet_.GpuValue(gi, kReasons).has_value();
+    if (!model_limit && catalog && g < catalog->gpus->size()) {
+      model_limit = DefaultPowerLimitW((*catalog->gpus)[g].model_name);
+    }
+  }
+  s.power_limit_w = kNaN;
+  if (with_limit > 0) {
+    s.power_limit_w = limit / with_limit;
+  } else if (model_limit) {
+    s.power_limit_w = *model_limit;
+    s.limit_from_model = true;
+  }
   return s;
 }
 
@@ -251,7 +340,7 @@ double VerdictTracker::FindingScore(const MetricFinding& f) const {
   auto it = measures_.comparisons(m).find(f.measure_unit);
   if (it == measures_.comparisons(m).end()) return 0;
   const Comparison& cmp = it->second;
-  if (cmp.cs.n() < 2) return 0;
+  if (cmp.observations() < 2) return 0;
   // The smallest alpha at which the CS still lies wholly on the harmful side
   // of the margin.
   const auto holds = [&](double a) { return DecisionAt(cmp, ms, a) == stats::Decision::kWorse; };
@@ -293,12 +382,67 @@ double VerdictTracker::PassScore() const {
 // Verdict
 
 void VerdictTracker::Update(std::int64_t t) {
+  WatchWork(t);
   MarkFailing();
   // Pass: every required measure shown not worse on the whole canary, no
   // failing finding, and at least half of the canary GPUs healthy.
   const bool pass = !failed_at_ && RequiredMeasuresPass() && CanaryHealthy();
   if (pass && !pass_since_) pass_since_ = PassDecidedAt(t);
   if (!pass) pass_since_.reset();
+}
+
+std::optional<double> VerdictTracker::ArmActivity(Role role) const {
+  double sum = 0;
+  int n = 0;
+  for (std::size_t g = 0; g < fleet_.gpus().size(); ++g) {
+    const GpuState& s = fleet_.gpus()[g];
+    if (s.role != role || s.excluded) continue;
+    const int gi = static_cast<int>(g);
+    if (const std::optional<double> util = fleet_.GpuValue(gi, kUtil)) {
+      sum += *util / 100;
+    } else if (const std::optional<double> sm = fleet_.GpuValue(gi, kSmActive)) {
+      sum += *sm;
+    } else {
+      continue;
+    }
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
+// After the warm-up, a canary whose GPUs sit idle (activity under a tenth of
+// the baseline's) while the baseline works (at least 20%) for kIdleSeconds
+// in a row: the release stopped the GPUs from working (or no traffic reaches
+// it, which the canary cannot be judged without either).
+void VerdictTracker::WatchWork(std::int64_t t) {
+  constexpr std::int64_t kIdleSeconds = 30;
+  if (idle_found_ || !time_.release_start || t < time_.BlockOrigin()) return;
+  const std::optional<double> canary = ArmActivity(Role::kCanary);
+  const std::optional<double> baseline = ArmActivity(Role::kBaseline);
+  if (!canary || !baseline || *baseline < 0.2 || *canary >= 0.1 * *baseline) {
+    idle_since_.reset();
+    return;
+  }
+  if (!idle_since_) idle_since_ = t;
+  if (t - *idle_since_ + 1 < kIdleSeconds) return;
+  idle_found_ = true;
+  MetricFinding f;
+  f.kind = vocab::CauseKind::kSoftwareRegression;
+  f.scope = FindingScope::kRelease;
+  f.origin = "rule:idle";
+  f.units = CanaryUnits(true);
+  f.unit_is_gpu = true;
+  f.since = *idle_since_;
+  f.decided_at = t;
+  f.critical = true;
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "GPU activity %.0f%% (baseline %.0f%%) for %lld s after the release: the canary "
+                "stopped working (no work runs on its GPUs, or no traffic reaches them)",
+                *canary * 100, *baseline * 100, static_cast<long long>(kIdleSeconds));
+  f.detail = text;
+  findings_.push_back(std::move(f));
 }
 
 // Which findings count against the release.
@@ -340,7 +484,7 @@ std::vector<std::size_t> VerdictTracker::RequiredMeasures() const {
       if (!ms.decides || IsCountKind(ms.kind)) continue;
       if (!ms.without_service && ms.kind != MeasureKind::kDramEff) continue;
       const Comparison* whole = measures_.Whole(m);
-      if (whole == nullptr || whole->blocks_used == 0) continue;  // no data (yet)
+      if (whole == nullptr || whole->observations() == 0) continue;  // no data (yet)
       out.push_back(m);
     }
     return out;

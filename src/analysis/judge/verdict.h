@@ -53,6 +53,13 @@ class VerdictTracker {
   std::optional<std::int64_t> failed_at() const { return failed_at_; }
   std::optional<std::int64_t> pass_since() const { return pass_since_; }
 
+  // The measures a pass requires now (indices into the measures' list).
+  std::vector<std::size_t> RequiredMeasures() const;
+  // At least half of the canary GPUs are not node-faulted.
+  bool CanaryHealthy() const;
+  // The kind of a throttle rule finding on any of the finding's GPUs.
+  std::optional<vocab::CauseKind> RuleKindOn(const MetricFinding& f) const;
+
  private:
   // Canary units of a failing measure, by what their own comparisons show.
   struct UnitTally {
@@ -67,14 +74,18 @@ class VerdictTracker {
   std::int64_t MetricFindingSince(std::int64_t t) const;
   std::vector<int> CanaryUnits(bool gpus) const;
   vocab::CauseKind MetricFindingKind(std::size_t m, FindingScope scope) const;
+  bool ExplainedByFleetEvent(vocab::CauseKind kind) const;
   void ExcludeUnits(const MetricFinding& f);
   double MeasureChange(int gpu_slot) const;
   double FindingScore(const MetricFinding& f) const;
   void MarkFailing();
-  // The measures a pass requires now (indices into the measures' list).
-  std::vector<std::size_t> RequiredMeasures() const;
+  // A canary that stops working while its baseline works fails the release
+  // (docs/analysis-method.md, "Hard rules": idle canary).
+  void WatchWork(std::int64_t t);
+  // Mean activity (utilisation, else SM active, as a fraction) of one arm's
+  // GPUs this tick; nullopt when none reports either.
+  std::optional<double> ArmActivity(Role role) const;
   bool RequiredMeasuresPass() const;
-  bool CanaryHealthy() const;
   std::int64_t PassDecidedAt(std::int64_t t) const;
 
   const Policy& policy_;
@@ -85,6 +96,8 @@ class VerdictTracker {
   std::vector<MetricFinding>& findings_;
   std::optional<std::int64_t> failed_at_;
   std::optional<std::int64_t> pass_since_;
+  std::optional<std::int64_t> idle_since_;  // first second of the canary's idle streak
+  bool idle_found_ = false;
 };
 
 }  // namespace gpucanary::analysis::judge_internal

@@ -24,12 +24,13 @@ using config::ReadNumber;
 using config::ReadString;
 using config::Reporter;
 
-constexpr std::string_view kTopKeys[] = {"alpha",      "block",          "min_block_fraction",
-                                         "min_blocks", "warmup",         "rules",
-                                         "metrics",    "without_service"};
+constexpr std::string_view kTopKeys[] = {"alpha",          "block",       "min_block_fraction",
+                                         "min_blocks",     "min_seconds", "min_service_seconds",
+                                         "warmup",         "rules",       "metrics",
+                                         "without_service"};
 constexpr std::string_view kRuleKeys[] = {"throttle", "dram_efficiency", "pcie_link",
                                           "critical_xids", "ecc_dbe"};
-constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_uncapped",
+constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_uncapped", "halt_on_canary",
                                               "seconds", "critical"};
 constexpr std::string_view kDramKeys[] = {"max_drop"};
 constexpr std::string_view kPcieKeys[] = {"seconds", "critical"};
@@ -66,6 +67,20 @@ class PolicyParser {
       Result<std::int64_t> b = ReadInt(r_, *n, "min_blocks", 2, 100000);
       if (!b) return b.error();
       p_->min_blocks = static_cast<int>(*b);
+    }
+    if (const YAML::Node* n = top->Find("min_seconds")) {
+      Result<double> d = ReadDuration(r_, *n, "min_seconds");
+      if (!d) return d.error();
+      if (*d < 3 || *d > 3600) return r_.Fail(*n, "min_seconds", "must be 3s..1h").value();
+      p_->min_seconds = static_cast<int>(*d);
+    }
+    if (const YAML::Node* n = top->Find("min_service_seconds")) {
+      Result<double> d = ReadDuration(r_, *n, "min_service_seconds");
+      if (!d) return d.error();
+      if (*d < 3 || *d > 3600) {
+        return r_.Fail(*n, "min_service_seconds", "must be 3s..1h").value();
+      }
+      p_->min_service_seconds = static_cast<int>(*d);
     }
     if (const YAML::Node* n = top->Find("warmup")) {
       Result<double> w = ReadDuration(r_, *n, "warmup");
@@ -174,6 +189,11 @@ class PolicyParser {
       Result<bool> v = ReadBool(r_, *n, "rules.throttle.power_cap_if_baseline_uncapped");
       if (!v) return v.error();
       t.power_cap_if_baseline_uncapped = *v;
+    }
+    if (const YAML::Node* n = f->Find("halt_on_canary")) {
+      Result<bool> v = ReadBool(r_, *n, "rules.throttle.halt_on_canary");
+      if (!v) return v.error();
+      t.halt_on_canary = *v;
     }
     if (const YAML::Node* n = f->Find("seconds")) {
       Result<double> v = ReadDuration(r_, *n, "rules.throttle.seconds");

@@ -69,6 +69,11 @@ struct ThrottlePolicy {
   bool enabled = false;
   std::uint64_t harmful_mask = 0;  // clock-event reason bits that hurt
   bool power_cap_if_baseline_uncapped = true;
+  // A streak on a canary GPU after its release halts the canary (the seed's
+  // rule) unless the GPU had it before or the baseline shows it too; false:
+  // a streak on a minority of one node's GPUs, or with a clean canary node
+  // on the release longer, is that node's (docs/analysis-method.md).
+  bool halt_on_canary = true;
   double seconds = 3;  // "more than 3 consecutive seconds"
   bool critical = true;
 };
@@ -89,8 +94,16 @@ struct Policy {
   double alpha = 0.01;
   double block_s = 10;
   double min_block_fraction = 0.5;
-  int min_blocks = 10;   // no statistical decision on fewer blocks (the CS is asymptotic)
-  double warmup_s = 20;  // after the release starts, seconds not compared (restart, caches)
+  // p99 measures are compared per block of block_s seconds, and decide from
+  // min_blocks blocks; every other measure is compared every second and
+  // decides from min_seconds seconds of both arms (the CS is asymptotic).
+  int min_blocks = 10;
+  int min_seconds = 10;
+  // Service measures (per-token latency, tokens/s from a server's counters)
+  // are ratios of small per-second counts, heavy-tailed at 1 s: they decide
+  // from this many seconds (at least min_seconds).
+  int min_service_seconds = 30;
+  double warmup_s = 10;  // after the release starts, seconds not compared (restart, caches)
   RulesPolicy rules;
   std::vector<MetricPolicy> metrics;
   // `without_service:` what must be shown not worse, instead of the critical

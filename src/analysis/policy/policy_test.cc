@@ -38,7 +38,9 @@ TEST(PolicyTest, DefaultPolicyHasTheFieldRules) {
   EXPECT_THAT(p.rules.critical_xids, ::testing::Contains(79));
   ASSERT_FALSE(p.metrics.empty());
   EXPECT_EQ(p.min_blocks, 10);
-  EXPECT_DOUBLE_EQ(p.warmup_s, 20);
+  EXPECT_EQ(p.min_seconds, 10);
+  EXPECT_EQ(p.min_service_seconds, 30);
+  EXPECT_DOUBLE_EQ(p.warmup_s, 10);
   // The speed of generation decides a pass: time per output token, 3%.
   const MetricPolicy& tpot = p.metrics[0];
   EXPECT_EQ(tpot.name, "per_token_latency");
@@ -59,13 +61,15 @@ TEST(PolicyTest, DefaultPolicyHasTheFieldRules) {
 
 TEST(PolicyTest, KindsWarmupAndMinBlocksParse) {
   Result<Policy> p = ParsePolicy(
-      "warmup: 45s\nmin_blocks: 6\nmetrics:\n"
+      "warmup: 45s\nmin_blocks: 6\nmin_seconds: 20s\nmin_service_seconds: 1m\nmetrics:\n"
       "  - {name: a, kind: mean, better: lower, margin: 0.05}\n"
       "  - {name: b, kind: count, better: lower, margin: 1}\n",
       "p.yaml");
   ASSERT_TRUE(p.has_value()) << p.error().message();
   EXPECT_DOUBLE_EQ(p->warmup_s, 45);
   EXPECT_EQ(p->min_blocks, 6);
+  EXPECT_EQ(p->min_seconds, 20);
+  EXPECT_EQ(p->min_service_seconds, 60);
   EXPECT_EQ(p->metrics[0].kind, MetricPolicy::Kind::kMean);
   EXPECT_EQ(p->metrics[1].kind, MetricPolicy::Kind::kCount);
   EXPECT_EQ(MetricKindName(p->metrics[1].kind), "count");
@@ -150,6 +154,8 @@ TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
       {"metrics:\n  - {name: a, better: lower, margin: -1}\n",
        "p.yaml:2:38:", "must not be negative"},
       {"min_blocks: 1\n", "p.yaml:1:13:", "min_blocks"},
+      {"min_seconds: 2s\n", "p.yaml:1:14:", "min_seconds"},
+      {"min_service_seconds: 2h\n", "p.yaml:1:22:", "min_service_seconds"},
       {"warmup: -5s\n", "p.yaml:1:9:", "warmup"},
       {"metrics:\n  - {name: a, better: lower, margin: 1}\n  - {name: a, better: lower, margin: "
        "2}\n",
