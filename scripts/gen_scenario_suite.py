@@ -478,7 +478,9 @@ def node_cases():
         if node in CANARY and name.endswith("-after") or name == "node-canary-one-of-eight":
             if cause in ("power_brake", "thermal_throttle", "hw_slowdown", "power_cap"):
                 verdict = "fail"
-                c = {"kind": cause, "scope": "release"}
+                c = {"kind": cause, "scope": "release", "node": node}
+                if gpu_list:
+                    c["gpus"] = "[" + ", ".join(gpu_list) + "]"
                 tags.append("halt")
                 comment = HALT_COMMENT.format(what=what[0].upper() + what[1:])
         cases.append(Case(

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -385,11 +386,11 @@ void CheckNodeCase(const SuiteCase& c, const CaseRun& run) {
   }
 }
 
-void CheckAaCase(const SuiteCase& c, const CaseRun& run) {
-  const auto baseline = Where(run, [](const Gpu& g) { return !g.canary; });
+// The longest streak of the judge's throttle rule on any of `gpus`, and where.
+int LongestThrottle(const CaseRun& run, const std::vector<const Gpu*>& gpus,
+                    const std::vector<const Gpu*>& baseline, std::string* where) {
   int longest = 0;
-  std::string where;
-  for (const Gpu* g : Where(run, [](const Gpu& x) { return x.canary; })) {
+  for (const Gpu* g : gpus) {
     // The judge's throttle rule: harmful bits, and SW power cap only while
     // fewer than half the baseline GPUs are capped at the same second.
     int run_len = 0;
@@ -403,15 +404,37 @@ void CheckAaCase(const SuiteCase& c, const CaseRun& run) {
       run_len = bad ? run_len + 1 : 0;
       if (run_len > longest) {
         longest = run_len;
-        where = g->id + " at " + std::to_string(t) + " s";
+        *where = g->id + " at " + std::to_string(t) + " s";
       }
     }
   }
+  return longest;
+}
+
+void CheckAaCase(const SuiteCase& c, const CaseRun& run) {
+  const auto baseline = Where(run, [](const Gpu& g) { return !g.canary; });
+  std::string where;
+  const int longest =
+      LongestThrottle(run, Where(run, [](const Gpu& x) { return x.canary; }), baseline, &where);
+  // A fleet-wide event (aa-33's heat) throttles the baseline too, on several
+  // nodes: then the canary may throttle as well, and may be slower (the
+  // label says not_fail, not pass).
+  std::set<std::string> throttled_baseline_nodes;
+  for (const Gpu* g : baseline) {
+    std::string unused;
+    if (LongestThrottle(run, {g}, baseline, &unused) > 3) throttled_baseline_nodes.insert(g->node);
+  }
+  const bool fleet_event = throttled_baseline_nodes.size() >= 2;
   const int t0 = static_cast<int>(c.release_start_s) + 40;
   const double tpot =
       run.MeanTpot(true, t0, run.seconds()) / run.MeanTpot(false, t0, run.seconds());
   std::printf("%s: longest canary throttle streak %d s%s; TPOT ratio %.4f\n", c.name.c_str(),
               longest, where.empty() ? "" : (" (" + where + ")").c_str(), tpot);
+  if (fleet_event) {
+    EXPECT_EQ(c.verdict, Verdict::kNotFail)
+        << "a fleet-wide throttle event in a case labelled pass";
+    return;
+  }
   EXPECT_LE(longest, 3) << where;
   EXPECT_NEAR(tpot, 1.0, 0.03);
 }

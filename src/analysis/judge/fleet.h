@@ -70,6 +70,7 @@ class Fleet {
  public:
   // `policy` and `time` must outlive the fleet.
   Fleet(const Policy& policy, const Timeline& time);
+  const Timeline& timeline() const { return time_; }
 
   // A node sample read into a slot, and the factor that converts it into
   // the slot's unit (a service measure's: seconds, tokens, a fraction).

@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/judge/judge.h"
@@ -33,7 +34,14 @@ struct Fleet {
       {"vllm:time_per_output_token_seconds_sum", MetricKind::kCounter},
       {"vllm:time_per_output_token_seconds_count", MetricKind::kCounter},
       {"vllm:request_errors_total", MetricKind::kCounter},
+      {"DCGM_FI_DEV_PCIE_LINK_WIDTH", MetricKind::kGauge},
+      {"DCGM_FI_DEV_PCIE_LINK_GEN", MetricKind::kGauge},
+      {"DCGM_FI_DEV_GPU_UTIL", MetricKind::kGauge},
   };
+  // (gpu, tick) -> PCIe link {width, gen} (no max-link fields, as many
+  // exporters) and utilisation; unset: not exported.
+  std::function<std::pair<double, double>(int, std::int64_t)> link;
+  std::function<double(int, std::int64_t)> util;
   // (node, tick) -> serving? ; (gpu, tick) -> reasons ; (node) -> TPOT factor
   std::function<bool(int, std::int64_t)> serving = [](int, std::int64_t) { return true; };
   std::function<std::uint64_t(int, std::int64_t)> reasons = [](int, std::int64_t) { return 0; };
@@ -55,6 +63,15 @@ struct Fleet {
       tick.gpu_points.push_back({static_cast<std::int32_t>(g), 0, clock, std::nullopt});
       tick.gpu_points.push_back(
           {static_cast<std::int32_t>(g), 1, static_cast<double>(r), std::nullopt});
+      if (link) {
+        const auto [width, gen] = link(static_cast<int>(g), t);
+        tick.gpu_points.push_back({static_cast<std::int32_t>(g), 6, width, std::nullopt});
+        tick.gpu_points.push_back({static_cast<std::int32_t>(g), 7, gen, std::nullopt});
+      }
+      if (util) {
+        tick.gpu_points.push_back(
+            {static_cast<std::int32_t>(g), 8, util(static_cast<int>(g), t), std::nullopt});
+      }
       tick.gpus.push_back(static_cast<std::int32_t>(g));
     }
     for (std::size_t n = 0; n < nodes.size(); ++n) {
@@ -192,6 +209,42 @@ TEST(JudgeUnitTest, BrakeOnOneCanaryNodeHaltsUnlessWitnessesAreAllowed) {
   const Cause* c = Find(r, "power_brake", "node");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->nodes, std::vector<std::string>{"canary-0"});
+}
+
+// Without max-link fields the link a GPU should have is its model's peers':
+// a canary GPU that trains at x8 where every peer runs x16 after the release
+// halts the canary; a baseline GPU whose idle link drops to Gen1 (power
+// saving) is not a downtrain.
+TEST(JudgeUnitTest, PcieLinkIsJudgedAgainstPeersAndIdleGenerationsAreNot) {
+  Fleet fleet;
+  const std::int64_t start = kT0 + 60;
+  fleet.util = [&](int gpu, std::int64_t t) {
+    return gpu >= 4 && t >= start + 100 && t < start + 160 ? 0.0 : 90.0;
+  };
+  fleet.link = [&](int gpu, std::int64_t t) {
+    if (gpu == 0 && t >= start + 120) return std::pair{8.0, 5.0};
+    if (gpu >= 4 && t >= start + 100 && t < start + 160) return std::pair{16.0, 1.0};
+    return std::pair{16.0, 5.0};
+  };
+  const Report r = JudgeFleet(fleet, start, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  const Cause* c = Find(r, "pcie_downtrain", "release");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->gpus, std::vector<std::string>{"canary-0/0"});
+  EXPECT_NE(c->summary.find("x8 Gen5 (peers x16 Gen5)"), std::string::npos) << c->summary;
+  EXPECT_EQ(Find(r, "pcie_downtrain", "node"), nullptr);  // the idle Gen1 baseline links
+  ASSERT_TRUE(r.decided_at.has_value());
+  EXPECT_EQ(*r.decided_at, static_cast<double>(start + 120 + 3));
+
+  Fleet idle_only = Fleet();
+  idle_only.util = fleet.util;
+  idle_only.link = [&](int gpu, std::int64_t t) {
+    if (gpu >= 4 && t >= start + 100 && t < start + 160) return std::pair{16.0, 1.0};
+    return std::pair{16.0, 5.0};
+  };
+  const Report healthy = JudgeFleet(idle_only, start, 400);
+  EXPECT_EQ(healthy.verdict, Verdict::kPass);
+  EXPECT_TRUE(healthy.causes.empty());
 }
 
 // Service errors are counted per generated token: ten times the baseline's

@@ -521,9 +521,14 @@ void Measures::OnSecond(std::size_t m, int unit, std::int64_t t) {
   Comparison& cmp = ComparisonFor(m, unit);
   // One GPU (or node) is noisier than the pool, and settles later after a
   // restart: a unit's own comparison waits three times as long.
-  const int base = IsNodeLevel(measures_[m].kind)
-                       ? std::max(policy_.min_seconds, policy_.min_service_seconds)
-                       : policy_.min_seconds;
+  // Ratios of bursty activity (a server's counters and histograms, work per
+  // joule, work per DRAM activity) are heavy-tailed at 1 s, and settle later
+  // after a restart the judge may not see (no service series): they wait
+  // min_service_seconds; a GPU gauge (a clock, power) min_seconds.
+  const MeasureKind kind = measures_[m].kind;
+  const bool ratio = IsNodeLevel(kind) || kind == MeasureKind::kGpuWork;
+  const int base =
+      ratio ? std::max(policy_.min_seconds, policy_.min_service_seconds) : policy_.min_seconds;
   const int needed = unit == 0 ? base : 3 * base;
   if (cmp.ratio.n() < needed || !cmp.ratio.LogRatio()) return;
   if (!measures_[m].decides && unit != 0) return;

@@ -155,11 +155,9 @@ void ReportWriter::BlockResult(std::size_t m, MetricResult& r) const {
   } else {
     r.change = cmp->cs.n() > 0 ? std::expm1(cmp->cs.mean()) : kNaN;
   }
-  const std::int64_t needed = !cmp->per_second ? in_.policy.min_blocks
-                              : IsNodeLevel(ms.kind)
-                                  ? std::max(in_.policy.min_seconds, in_.policy.min_service_seconds)
-                                  : in_.policy.min_seconds;
-  if (cmp->observations() >= needed && std::isfinite(cmp->lo)) {
+  // An interval once the comparison may decide (its minimum of blocks or
+  // seconds): the running intersection is set from then on.
+  if (std::isfinite(cmp->lo) || std::isfinite(cmp->hi)) {
     const stats::Bounds rel = stats::RelativeChange({cmp->lo, cmp->hi});
     r.interval_lo = rel.lo;
     r.interval_hi = rel.hi;

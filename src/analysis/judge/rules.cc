@@ -44,6 +44,7 @@ void HardRules::Track(std::size_t gpus) {
 
 void HardRules::Run(std::int64_t t) {
   TrackFleetReasons(t);
+  TrackLinks();
   pending_hits_.clear();
   for (std::size_t g = 0; g < gpus_.size(); ++g) FeedRules(gpus_[g], static_cast<int>(g), t);
   // Every hit of this tick is known before any is scoped: GPUs of one node
@@ -90,6 +91,23 @@ int HardRules::BaselineNodesAsHot(int group, int node, double temp, std::int64_t
     }
   }
   return hot;
+}
+
+void HardRules::TrackLinks() {
+  const std::vector<GpuState>& gpus = fleet_.gpus();
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const int gi = static_cast<int>(g);
+    const int group = gpus[g].group;
+    if (group < 0) continue;
+    if (const std::optional<double> w = fleet_.GpuValue(gi, kWidth)) {
+      double& best = group_best_width_[group];
+      best = std::max(best, *w);
+    }
+    if (const std::optional<double> gen = fleet_.GpuValue(gi, kGen); gen && fleet_.GpuBusy(gi)) {
+      double& best = group_best_gen_[group];
+      best = std::max(best, *gen);
+    }
+  }
 }
 
 bool HardRules::SeenFleetWide(const RuleHit& hit, std::int64_t t) const {
@@ -146,9 +164,25 @@ void HardRules::FeedRules(GpuRules& r, int gpu, std::int64_t t) {
             : std::span<const std::optional<std::uint64_t>>();
     if (r.throttle->Add(t, mask, base)) AddThrottleHit(r, gpu, t);
   }
-  if (r.pcie && r.pcie->Add(t, fleet_.GpuValue(gpu, kWidth), fleet_.GpuValue(gpu, kMaxWidth),
-                            fleet_.GpuValue(gpu, kGen), fleet_.GpuValue(gpu, kMaxGen))) {
-    AddPcieHit(r, gpu, t);
+  if (r.pcie) {
+    // The link the GPU should have: its max-link fields, else what its
+    // model's peers (and its own past) show. An idle link drops its
+    // generation to save power (nvidia-smi shows Gen1 at idle): only a busy
+    // link's generation counts.
+    const int group = fleet_.gpus()[static_cast<std::size_t>(gpu)].group;
+    std::optional<double> max_width = fleet_.GpuValue(gpu, kMaxWidth);
+    std::optional<double> max_gen = fleet_.GpuValue(gpu, kMaxGen);
+    const bool inferred = !max_width || !max_gen;
+    if (!max_width && group_best_width_.count(group) != 0) max_width = group_best_width_[group];
+    if (!max_gen && group_best_gen_.count(group) != 0) max_gen = group_best_gen_[group];
+    std::optional<double> gen = fleet_.GpuValue(gpu, kGen);
+    // No busy peer's generation known yet: the width alone decides.
+    if (!max_gen) max_gen = gen;
+    if (gen && max_gen && !fleet_.GpuBusy(gpu)) gen = max_gen;
+    if (r.pcie->Add(t, fleet_.GpuValue(gpu, kWidth), max_width, gen, max_gen,
+                    inferred ? "peers" : "max")) {
+      AddPcieHit(r, gpu, t);
+    }
   }
   if (const std::optional<double> x = fleet_.GpuValue(gpu, kXid)) {
     const int code = static_cast<int>(std::lround(*x));
@@ -272,7 +306,8 @@ FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
   // The seed's rule: throttling for more than 3 s on a canary GPU after its
   // release halts the canary, unless the GPU showed it before (above) or the
   // baseline shows it too. No clean sibling or witness excuses it.
-  if (hit.rule == "throttle" && policy_.rules.throttle.halt_on_canary) {
+  if ((hit.rule == "throttle" && policy_.rules.throttle.halt_on_canary) ||
+      (hit.rule == "pcie_link" && policy_.rules.pcie_halt_on_canary)) {
     release_kinds_.insert(hit.kind);
     return FindingScope::kRelease;
   }
@@ -378,7 +413,11 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
     const int gpu = f.units.front();
     if (fleet_.gpus()[static_cast<std::size_t>(gpu)].node != node) continue;
     RuleHit* hit = HitOf(f);
-    if (f.since < since) {
+    // A link that retrained during the deploy (the restart resets the GPU)
+    // came with the release, though the server was not back yet.
+    const std::optional<std::int64_t>& release = fleet_.timeline().release_start;
+    const bool deploy_retrain = f.origin == "rule:pcie_link" && release && f.since >= *release;
+    if (f.since < since && !deploy_retrain) {
       f.scope = FindingScope::kNode;
       f.history = true;
       if (hit != nullptr) hit->history = true;
@@ -394,8 +433,9 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
       f.scope = FindingScope::kFleet;
       continue;
     }
-    f.scope =
-        f.origin == "rule:throttle" ? FindingScope::kRelease : ScopeForRuleKind(f.kind, probe, t);
+    const bool halts = (f.origin == "rule:throttle" && policy_.rules.throttle.halt_on_canary) ||
+                       (f.origin == "rule:pcie_link" && policy_.rules.pcie_halt_on_canary);
+    f.scope = halts ? FindingScope::kRelease : ScopeForRuleKind(f.kind, probe, t);
     if (f.scope == FindingScope::kRelease) {
       release_kinds_.insert(f.kind);
       f.decided_at = t;

@@ -104,6 +104,9 @@ class HardRules {
   FindingScope ScopeOfNewHit(RuleHit& hit, std::int64_t t);
   // Records which clock-event reasons each baseline node's GPUs hold.
   void TrackFleetReasons(std::int64_t t);
+  // The widest link and, on busy GPUs, the highest generation seen per model
+  // group: what a link should be where no max-link field is exported.
+  void TrackLinks();
   // Every harmful reason of a throttle hit held within the last
   // kFleetWindowSeconds on at least two baseline nodes other than the hit's,
   // and on a quarter of the group's baseline nodes: a heat or facility power
@@ -128,6 +131,7 @@ class HardRules {
   // node held it (TrackFleetReasons); and the group's baseline nodes.
   std::map<int, std::map<std::pair<int, int>, std::int64_t>> baseline_reason_tick_;
   std::map<int, std::set<int>> baseline_nodes_;
+  std::map<int, double> group_best_width_, group_best_gen_;
   // Per baseline node: its hottest GPU's temperature at each of the last
   // kTempRing ticks (tick, degrees), for heat events seen before the
   // baseline throttles.

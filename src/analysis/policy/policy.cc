@@ -30,10 +30,10 @@ constexpr std::string_view kTopKeys[] = {"alpha",          "block",       "min_b
                                          "without_service"};
 constexpr std::string_view kRuleKeys[] = {"throttle", "dram_efficiency", "pcie_link",
                                           "critical_xids", "ecc_dbe"};
-constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_uncapped", "halt_on_canary",
-                                              "seconds", "critical"};
+constexpr std::string_view kThrottleKeys[] = {"reasons", "power_cap_if_baseline_uncapped",
+                                              "halt_on_canary", "seconds", "critical"};
 constexpr std::string_view kDramKeys[] = {"max_drop"};
-constexpr std::string_view kPcieKeys[] = {"seconds", "critical"};
+constexpr std::string_view kPcieKeys[] = {"seconds", "critical", "halt_on_canary"};
 constexpr std::string_view kEccKeys[] = {"critical"};
 constexpr std::string_view kMetricKeys[] = {"name",   "measure", "kind",
                                             "better", "margin",  "critical"};
@@ -129,6 +129,11 @@ class PolicyParser {
         Result<bool> v = ReadBool(r_, *m, "rules.pcie_link.critical");
         if (!v) return v.error();
         p_->rules.pcie_critical = *v;
+      }
+      if (const YAML::Node* m = d->Find("halt_on_canary")) {
+        Result<bool> v = ReadBool(r_, *m, "rules.pcie_link.halt_on_canary");
+        if (!v) return v.error();
+        p_->rules.pcie_halt_on_canary = *v;
       }
     }
     if (const YAML::Node* n = f->Find("critical_xids")) {

@@ -85,6 +85,10 @@ struct RulesPolicy {
   bool pcie_link = false;
   double pcie_seconds = 3;
   bool pcie_critical = false;
+  // A link below what it should be on a canary GPU after its release (a
+  // retrain at the deploy's reset) halts the canary unless the GPU had it
+  // before; false: the spread, witness and sibling tests decide.
+  bool pcie_halt_on_canary = true;
   std::vector<int> critical_xids;  // sorted, unique
   bool ecc_dbe = false;
   bool ecc_dbe_critical = true;

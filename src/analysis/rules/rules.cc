@@ -81,14 +81,14 @@ bool ThrottleRule::Add(std::int64_t tick, std::optional<std::uint64_t> canary_ma
 
 bool PcieLinkRule::Add(std::int64_t tick, std::optional<double> width,
                        std::optional<double> max_width, std::optional<double> gen,
-                       std::optional<double> max_gen) {
+                       std::optional<double> max_gen, std::string_view expected) {
   std::optional<bool> degraded;
   if (width && max_width && gen && max_gen) {
     degraded = *width < *max_width || *gen < *max_gen;
     if (*degraded) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "x%.0f Gen%.0f (max x%.0f Gen%.0f)", *width, *gen, *max_width,
-                    *max_gen);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "x%.0f Gen%.0f (%.*s x%.0f Gen%.0f)", *width, *gen,
+                    static_cast<int>(expected.size()), expected.data(), *max_width, *max_gen);
       detail_ = buf;
     }
   }

@@ -78,9 +78,11 @@ class ThrottleRule {
 class PcieLinkRule {
  public:
   explicit PcieLinkRule(double seconds) : streak_(seconds) {}
-  // Any field unset: no data.
+  // Any field unset: no data. `expected` names where the maximum comes from
+  // in the detail ("max": the GPU's own max-link fields; "peers": inferred).
   bool Add(std::int64_t tick, std::optional<double> width, std::optional<double> max_width,
-           std::optional<double> gen, std::optional<double> max_gen);
+           std::optional<double> gen, std::optional<double> max_gen,
+           std::string_view expected = "max");
   const StreakCounter& streak() const { return streak_; }
   // The worst link seen in the streak, e.g. "x8 Gen4 (max x16 Gen5)".
   const std::string& detail() const { return detail_; }
