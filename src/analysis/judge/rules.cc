@@ -110,6 +110,11 @@ void HardRules::TrackLinks() {
   }
 }
 
+bool HardRules::HaltsOnCanary(std::string_view rule) const {
+  return (rule == "throttle" && policy_.rules.throttle.halt_on_canary) ||
+         (rule == "pcie_link" && policy_.rules.pcie_halt_on_canary);
+}
+
 bool HardRules::SeenFleetWide(const RuleHit& hit, std::int64_t t) const {
   const GpuState& hs = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
   std::uint64_t bits = hit.bits & kFleetReasonBits;
@@ -306,8 +311,7 @@ FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
   // The seed's rule: throttling for more than 3 s on a canary GPU after its
   // release halts the canary, unless the GPU showed it before (above) or the
   // baseline shows it too. No clean sibling or witness excuses it.
-  if ((hit.rule == "throttle" && policy_.rules.throttle.halt_on_canary) ||
-      (hit.rule == "pcie_link" && policy_.rules.pcie_halt_on_canary)) {
+  if (HaltsOnCanary(hit.rule)) {
     release_kinds_.insert(hit.kind);
     return FindingScope::kRelease;
   }
@@ -433,8 +437,7 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
       f.scope = FindingScope::kFleet;
       continue;
     }
-    const bool halts = (f.origin == "rule:throttle" && policy_.rules.throttle.halt_on_canary) ||
-                       (f.origin == "rule:pcie_link" && policy_.rules.pcie_halt_on_canary);
+    const bool halts = f.origin.starts_with("rule:") && HaltsOnCanary(f.origin.substr(5));
     f.scope = halts ? FindingScope::kRelease : ScopeForRuleKind(f.kind, probe, t);
     if (f.scope == FindingScope::kRelease) {
       release_kinds_.insert(f.kind);

@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/judge/fleet.h"
@@ -107,6 +108,10 @@ class HardRules {
   // The widest link and, on busy GPUs, the highest generation seen per model
   // group: what a link should be where no max-link field is exported.
   void TrackLinks();
+  // Whether a hit of `rule` ("throttle", "pcie_link") on a canary GPU after
+  // its release halts the canary whatever its siblings and witnesses show
+  // (the policy's halt_on_canary).
+  bool HaltsOnCanary(std::string_view rule) const;
   // Every harmful reason of a throttle hit held within the last
   // kFleetWindowSeconds on at least two baseline nodes other than the hit's,
   // and on a quarter of the group's baseline nodes: a heat or facility power
