@@ -167,6 +167,35 @@ TEST_F(CliTest, ImportRejectsMalformedCsvWithPosition) {
   EXPECT_THAT(r.err, HasSubstr("power_w"));
 }
 
+// --gpus and --start-at: a bad time or an empty index is refused with the
+// flag named, and no output file is left behind; good ones split and move.
+TEST_F(CliTest, ImportGpusAndStartAtFlags) {
+  std::ofstream(dir_ / "split.csv") << "timestamp,gpu,power_w\n"
+                                       "1775016266.006,0,71.4\n"
+                                       "1775016266.006,1,72.4\n";
+  const std::string base =
+      "import dcgm-csv " + (dir_ / "split.csv").string() + " -o " + (dir_ / "split.om").string();
+  RunResult r = Run(base + " --start-at yesterday");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--start-at"));
+  EXPECT_FALSE(fs::exists(dir_ / "split.om"));
+  r = Run(base + " --gpus ''");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--gpus: an empty GPU index"));
+  EXPECT_FALSE(fs::exists(dir_ / "split.om"));
+  // No row of the GPUs asked for: an error, not an empty recording.
+  r = Run(base + " --gpus 7");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no row of GPU(s) 7 (--gpus): all 2 rows are of other GPUs"));
+  EXPECT_FALSE(fs::exists(dir_ / "split.om"));
+  r = Run(base + " --gpus 1 --start-at 2027-01-15T08:00:00Z");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("1 of other GPUs left out"));
+  EXPECT_THAT(r.out, HasSubstr("2027-01-15T08:00:00.000Z"));
+  r = Run("check " + (dir_ / "split.om").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(CliTest, ExplainThrottleAndXid) {
   RunResult r = Run("explain-throttle 0x88");
   EXPECT_EQ(r.exit_code, 0);

@@ -180,6 +180,13 @@ Result<ImportReport> CsvImport::Run(const std::string& input_path) {
       return Error(status.WithPrefix(file_ + ":" + std::to_string(reader_->line_number())));
     }
   }
+  if (!options_.gpus.empty() && report_.rows_imported == 0 && report_.rows_other_gpus > 0) {
+    std::string wanted;
+    for (const std::string& g : options_.gpus) wanted += (wanted.empty() ? "" : ",") + g;
+    return Error(StatusCode::kInvalidArgument,
+                 file_ + ": no row of GPU(s) " + wanted + " (--gpus): all " +
+                     std::to_string(report_.rows_other_gpus) + " rows are of other GPUs");
+  }
   report_.samples_written = writer_.samples_written() - samples_before_;
   return std::move(report_);
 }

@@ -33,8 +33,9 @@ struct ImportOptions {
   // rows, count them and keep the first messages in the report.
   bool skip_bad_lines = false;
   // Only rows of these GPU indices are imported (empty: every GPU); the rows
-  // of other GPUs are counted in ImportReport::rows_other_gpus. Splits an
-  // 8-GPU trace into two arms of a side-by-side comparison.
+  // of other GPUs are counted in ImportReport::rows_other_gpus (an input with
+  // rows of other GPUs only is an error). Splits an 8-GPU trace into two arms
+  // of a side-by-side comparison.
   std::vector<std::string> gpus;
   // Moves every imported row by one offset so the first imported row lands at
   // this instant (Unix ms); intervals stay as they were. Lines up two logs
