@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -77,19 +78,45 @@ Fleet MakeFleet(int canary_gpus) {
   }
   std::mt19937_64 rng(7);
   std::normal_distribution<double> noise(0.0, 1.0);
-  const double base[] = {1980, 0.8, 0.25, 0.3, 0.4, 550, 700, 60, 0,
-                         16,   16,  5,    5,   0,   0,   0,   0,  2e10};
+  // A healthy busy H100 per fixed slot: the bench must cover every slot the
+  // judge reads, so the table is keyed by slot, not by position.
+  std::array<double, an::judge_internal::kFixedGpuSlots> base{};
+  {
+    namespace ji = an::judge_internal;
+    base[ji::kClock] = 1980;
+    base[ji::kSmActive] = 0.8;
+    base[ji::kOccupancy] = 0.25;
+    base[ji::kTensor] = 0.3;
+    base[ji::kDram] = 0.4;
+    base[ji::kPower] = 550;
+    base[ji::kPowerLimit] = 700;
+    base[ji::kTemp] = 60;
+    base[ji::kWidth] = 16;
+    base[ji::kMaxWidth] = 16;
+    base[ji::kGen] = 5;
+    base[ji::kMaxGen] = 5;
+    base[ji::kPcieRx] = 2e10;
+    base[ji::kUtil] = 95;
+  }
+  auto noisy = [](int m) {
+    namespace ji = an::judge_internal;
+    return m <= ji::kTemp || m == ji::kPcieRx || m == ji::kUtil;
+  };
+  auto counter = [](int m) {
+    namespace ji = an::judge_internal;
+    return m == ji::kDbe || m == ji::kSbe || m == ji::kReplay;
+  };
   for (int k = 0; k < kDistinctTicks; ++k) {
     an::Tick t;
     for (std::size_t g = 0; g < f.gpus.size(); ++g) {
       for (int m = 0; m < gpu_metrics; ++m) {
-        double v = base[m];
-        if (m <= 7 || m == 17) v *= 1 + 0.02 * noise(rng);
+        double v = base[static_cast<std::size_t>(m)];
+        if (noisy(m)) v *= 1 + 0.02 * noise(rng);
         an::Point p;
         p.entity = static_cast<std::int32_t>(g);
         p.metric = m;
         p.value = v;
-        if (m >= 14 && m <= 16) p.increase = 0.0;
+        if (counter(m)) p.increase = 0.0;
         t.gpu_points.push_back(p);
       }
       t.gpus.push_back(static_cast<std::int32_t>(g));
