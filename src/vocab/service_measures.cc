@@ -11,7 +11,7 @@ using T = SourceType;
 
 // Sources: src/vocab/testdata/README.md names, per server, the upstream
 // file each row was read from.
-constexpr std::array<ServiceMetric, 28> kRows = {{
+constexpr std::array<ServiceMetric, 32> kRows = {{
     // vLLM >= 0.11 (vllm/v1/metrics/loggers.py); labels model_name, engine.
     {S::kVllm,
      M::kPerTokenLatency,
@@ -32,6 +32,7 @@ constexpr std::array<ServiceMetric, 28> kRows = {{
     {S::kVllm, M::kE2eLatency, "vllm:e2e_request_latency_seconds", T::kHistogram, 1, {}, {}, {}},
     {S::kVllm, M::kGeneratedTokens, "vllm:generation_tokens_total", T::kCounter, 1, {}, {}, {}},
     {S::kVllm, M::kQueueDepth, "vllm:num_requests_waiting", T::kGauge, 1, {}, {}, {}},
+    {S::kVllm, M::kRunningRequests, "vllm:num_requests_running", T::kGauge, 1, {}, {}, {}},
     {S::kVllm,
      M::kKvCacheUsage,
      "vllm:kv_cache_usage_perc",
@@ -74,6 +75,7 @@ constexpr std::array<ServiceMetric, 28> kRows = {{
      {},
      {}},
     {S::kVllmLegacy, M::kQueueDepth, "vllm:num_requests_waiting", T::kGauge, 1, {}, {}, {}},
+    {S::kVllmLegacy, M::kRunningRequests, "vllm:num_requests_running", T::kGauge, 1, {}, {}, {}},
     {S::kVllmLegacy,
      M::kKvCacheUsage,
      "vllm:gpu_cache_usage_perc",
@@ -109,6 +111,7 @@ constexpr std::array<ServiceMetric, 28> kRows = {{
      {}},
     {S::kSglang, M::kGeneratedTokens, "sglang:generation_tokens_total", T::kCounter, 1, {}, {}, {}},
     {S::kSglang, M::kQueueDepth, "sglang:num_queue_reqs", T::kGauge, 1, {}, {}, {}},
+    {S::kSglang, M::kRunningRequests, "sglang:num_running_reqs", T::kGauge, 1, {}, {}, {}},
     {S::kSglang,
      M::kKvCacheUsage,
      "sglang:token_usage",
@@ -186,6 +189,14 @@ constexpr std::array<ServiceMetric, 28> kRows = {{
      {"kv_cache_block_type", "fraction"},
      {},
      {}},
+    {S::kTritonTrtllm,
+     M::kRunningRequests,
+     "nv_trt_llm_request_metrics",
+     T::kGauge,
+     1,
+     {"request_type", "active"},
+     {},
+     "active requests: those in context (prefill) and in generation"},
 }};
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
@@ -212,6 +223,7 @@ std::string_view MeasureUnit(ServiceMeasure measure) {
     case M::kGeneratedTokens:
       return "tokens";
     case M::kQueueDepth:
+    case M::kRunningRequests:
       return "requests";
     case M::kKvCacheUsage:
       return "fraction";

@@ -38,11 +38,12 @@ enum class ServiceMeasure : std::uint8_t {
   kGeneratedTokens,
   kQueueDepth,
   kKvCacheUsage,
+  kRunningRequests,
 };
 
 enum class Server : std::uint8_t { kVllm, kVllmLegacy, kSglang, kTgi, kTritonTrtllm };
 
-inline constexpr std::array<Word<ServiceMeasure>, 6> kServiceMeasures = {{
+inline constexpr std::array<Word<ServiceMeasure>, 7> kServiceMeasures = {{
     {ServiceMeasure::kPerTokenLatency, "per_token_latency",
      "seconds between generated tokens of a request (inter-token latency, TPOT)"},
     {ServiceMeasure::kTimeToFirstToken, "time_to_first_token",
@@ -52,6 +53,8 @@ inline constexpr std::array<Word<ServiceMeasure>, 6> kServiceMeasures = {{
      "output tokens generated (a counter: compared as tokens/s)"},
     {ServiceMeasure::kQueueDepth, "queue_depth", "requests waiting to be scheduled"},
     {ServiceMeasure::kKvCacheUsage, "kv_cache_usage", "fraction of the KV cache in use (0 to 1)"},
+    {ServiceMeasure::kRunningRequests, "running_requests",
+     "requests in the running batch (the decode batch: the load a per-token latency is read at)"},
 }};
 
 inline constexpr std::array<Word<Server>, 5> kServers = {{

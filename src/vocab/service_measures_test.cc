@@ -130,6 +130,13 @@ TEST(ServiceMeasuresTest, TableShape) {
     }
   }
   EXPECT_EQ(FindServiceMetric(Server::kTgi, ServiceMeasure::kTimeToFirstToken), nullptr);
+  // The running batch: every server but TGI, whose batch size gauge is not
+  // in its published exposition.
+  for (Server s : {Server::kVllm, Server::kVllmLegacy, Server::kSglang, Server::kTritonTrtllm}) {
+    EXPECT_NE(FindServiceMetric(s, ServiceMeasure::kRunningRequests), nullptr) << s;
+  }
+  EXPECT_EQ(FindServiceMetric(Server::kTgi, ServiceMeasure::kRunningRequests), nullptr);
+  EXPECT_EQ(MeasureUnit(ServiceMeasure::kRunningRequests), "requests");
   EXPECT_EQ(Parse<ServiceMeasure>("per_token_latency"), ServiceMeasure::kPerTokenLatency);
   EXPECT_EQ(Parse<Server>("triton_trtllm"), Server::kTritonTrtllm);
   EXPECT_EQ(MeasureUnit(ServiceMeasure::kKvCacheUsage), "fraction");

@@ -46,6 +46,8 @@ class ServerFleet {
     const ServiceMetric* latency =
         vocab::FindServiceMetric(server, ServiceMeasure::kPerTokenLatency);
     const ServiceMetric* queue = vocab::FindServiceMetric(server, ServiceMeasure::kQueueDepth);
+    const ServiceMetric* running =
+        vocab::FindServiceMetric(server, ServiceMeasure::kRunningRequests);
     metrics_.push_back({"DCGM_FI_DEV_SM_CLOCK", MetricKind::kGauge});
     tokens_ = Metric(std::string(tokens->metric), MetricKind::kCounter);
     latency_scale_ = latency->scale;
@@ -58,14 +60,25 @@ class ServerFleet {
       latency_den_ = Metric(std::string(latency->denominator), MetricKind::kCounter);
     }
     if (queue->selector.empty()) queue_ = Metric(std::string(queue->metric), MetricKind::kGauge);
-    judge_testing::AddTwoByTwoNodes(2, "H100", gpus_, nodes_);
+    if (running != nullptr && running->selector.empty()) {
+      running_ = Metric(std::string(running->metric), MetricKind::kGauge);
+    }
+    judge_testing::AddTwoByTwoNodes(kGpusPerNode, "H100", gpus_, nodes_);
   }
+  static constexpr int kGpusPerNode = 2;
 
   Catalog catalog() const { return Catalog{&gpus_, &nodes_, &metrics_}; }
   // Per-token latency factor of a node (1: as the baseline).
   std::function<double(int)> latency_factor = [](int) { return 1.0; };
   // Requests waiting on a node.
   std::function<double(int)> queue_depth = [](int) { return 4.0; };
+  // Requests running per GPU on a node at second s (NaN: the server
+  // exposes no running-requests series), and the seconds per token a node
+  // takes at a load (before latency_factor): flat unless a test bends it.
+  std::function<double(int, std::int64_t)> load = [](int, std::int64_t) {
+    return std::numeric_limits<double>::quiet_NaN();
+  };
+  std::function<double(double)> latency_at = [](double) { return 0.016; };
 
   Tick Make(std::int64_t t) {
     std::normal_distribution<double> noise(0, 1);
@@ -79,8 +92,10 @@ class ServerFleet {
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
       const auto node = static_cast<std::int32_t>(n);
       const double tokens = 2000 * (1 + 0.05 * noise(rng_));
-      const double seconds_per_token =
-          0.016 * latency_factor(static_cast<int>(n)) * (1 + 0.01 * noise(rng_));
+      const double x = load(static_cast<int>(n), t);
+      const double seconds_per_token = latency_at(std::isnan(x) ? 0.0 : x) *
+                                       latency_factor(static_cast<int>(n)) *
+                                       (1 + 0.01 * noise(rng_));
       std::map<int, Point> points;
       points[tokens_] = {node, tokens_, 1e6, tokens};
       // In the server's unit (seconds, or Triton's microseconds): per
@@ -89,6 +104,9 @@ class ServerFleet {
       points[latency_num_] = {node, latency_num_, 1e3, events * seconds_per_token / latency_scale_};
       if (latency_den_ != tokens_) points[latency_den_] = {node, latency_den_, 1e6, events};
       if (queue_ >= 0) points[queue_] = {node, queue_, queue_depth(static_cast<int>(n)), {}};
+      if (running_ >= 0 && !std::isnan(x)) {
+        points[running_] = {node, running_, x * kGpusPerNode, {}};
+      }
       for (const auto& [metric, p] : points) tick.node_points.push_back(p);
       tick.nodes.push_back(node);
     }
@@ -107,7 +125,7 @@ class ServerFleet {
   std::vector<GpuInfo> gpus_;
   std::vector<NodeInfo> nodes_;
   std::vector<MetricInfo> metrics_;
-  int tokens_ = -1, latency_num_ = -1, latency_den_ = -1, queue_ = -1;
+  int tokens_ = -1, latency_num_ = -1, latency_den_ = -1, queue_ = -1, running_ = -1;
   double latency_scale_ = 1;
   bool per_request_ = false;
   std::mt19937_64 rng_{7};
@@ -158,6 +176,83 @@ INSTANTIATE_TEST_SUITE_P(EveryServer, JudgeServersTest,
                          [](const ::testing::TestParamInfo<Server>& param_info) {
                            return std::string(vocab::Name(param_info.param));
                          });
+
+// Per-token latency at equal load (docs/analysis-method.md): a decode step
+// costs 10 ms plus 0.2 ms per request running per GPU. The baseline nodes'
+// loads swing between 10 and 70 requests per GPU; the canary nodes run 1.4x
+// the baseline's mean load. Read as is, the canary is ~17% slower per token.
+double Wave(std::int64_t t, double period) {
+  return std::sin(2 * 3.141592653589793 * static_cast<double>(t) / period);
+}
+ServerFleet LoadedFleet(double canary_load) {
+  ServerFleet fleet(Server::kVllm);
+  fleet.load = [canary_load](int node, std::int64_t t) {
+    if (node < 2) return canary_load + 5 * Wave(t + 13 * node, 47);
+    return 40 + 30 * Wave(t + 29 * node, 61 + 7 * node);
+  };
+  fleet.latency_at = [](double x) { return 0.010 + 0.0002 * x; };
+  return fleet;
+}
+
+bool HasNote(const Report& r, std::string_view part) {
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
+}
+
+TEST(JudgeLoadTest, CanaryAtHigherLoadIsComparedAtEqualLoad) {
+  ServerFleet fleet = LoadedFleet(56);
+  const Report r = JudgeServerFleet(fleet);
+  const MetricResult* latency = FindMetric(r, "per_token_latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_NEAR(latency->change, 0.0, 0.02);
+  EXPECT_EQ(latency->result, "pass");
+  EXPECT_EQ(r.verdict, Verdict::kPass);
+  EXPECT_TRUE(HasNote(r, "per_token_latency: compared at equal load: the canary ran 56"));
+}
+
+// The same loads, a release 10% slower per step: still +10% at equal load
+// (the normalisation takes out the load, not the slowdown).
+TEST(JudgeLoadTest, SlowerStepsAtHigherLoadStillFail) {
+  ServerFleet fleet = LoadedFleet(56);
+  fleet.latency_factor = [](int node) { return node < 2 ? 1.10 : 1.0; };
+  const Report r = JudgeServerFleet(fleet);
+  const MetricResult* latency = FindMetric(r, "per_token_latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_NEAR(latency->change, 0.10, 0.02);
+  EXPECT_EQ(latency->result, "high");
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+}
+
+// A canary at 4x the highest baseline load: no baseline node ran there, so
+// its latency is not compared (not extrapolated), and the report says so.
+TEST(JudgeLoadTest, LoadNoBaselineRanAtIsNotCompared) {
+  ServerFleet fleet = LoadedFleet(280);
+  const Report r = JudgeServerFleet(fleet);
+  const MetricResult* latency = FindMetric(r, "per_token_latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(latency->result, "no_data");
+  EXPECT_NE(r.verdict, Verdict::kFail);
+  EXPECT_TRUE(HasNote(r, "ran at a load no baseline node ran at and are not compared"));
+}
+
+// Without a running-requests series (TGI exposes none) latency is compared
+// as read: the canary at 1.4x the load is slower per token, and fails.
+TEST(JudgeLoadTest, WithoutRunningRequestsLatencyIsComparedAsRead) {
+  ServerFleet fleet = LoadedFleet(56);
+  fleet.load = [](int, std::int64_t) { return std::numeric_limits<double>::quiet_NaN(); };
+  fleet.latency_at = [](double) { return 0.016; };
+  fleet.latency_factor = [](int node) {
+    // The latency the load would give, with no running series to show it.
+    const double x = node < 2 ? 56.0 : 40.0;
+    return (0.010 + 0.0002 * x) / 0.016;
+  };
+  const Report r = JudgeServerFleet(fleet);
+  const MetricResult* latency = FindMetric(r, "per_token_latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_GT(latency->change, 0.15);
+  EXPECT_EQ(latency->result, "high");
+  EXPECT_FALSE(HasNote(r, "compared at equal load"));
+}
 
 // A node gauge named in a policy is the node's value: twice the requests
 // waiting on the canary reads +100%, and fails a 50% margin. (It used to be

@@ -60,6 +60,13 @@ bool IsServiceMetric(const std::string& name) {
   return false;
 }
 
+// The node slot of the running batch (every server's running-requests
+// gauge), which a per-token latency is read against.
+int LoadSlot(Fleet& fleet) {
+  const vocab::ServiceMeasure running = vocab::ServiceMeasure::kRunningRequests;
+  return fleet.NodeSlotFor(std::string(vocab::Name(running)), SourcesOf(running).value);
+}
+
 // A measure of a policy entry that names a service measure: the node slots
 // (or histogram families) every server's samples of it are filed under.
 void ReadServiceMeasure(const MetricPolicy& mp, Measure& m, Fleet& fleet) {
@@ -70,6 +77,7 @@ void ReadServiceMeasure(const MetricPolicy& mp, Measure& m, Fleet& fleet) {
       m.kind = MeasureKind::kNodeMean;
       m.node_slot = fleet.NodeSlotFor(key + ":sum", src.num);
       m.node_slot2 = fleet.NodeSlotFor(key + ":count", src.den);
+      if (*mp.measure == vocab::ServiceMeasure::kPerTokenLatency) m.load_slot = LoadSlot(fleet);
       break;
     case MetricPolicy::Kind::kP99:
       m.kind = MeasureKind::kNodeTail;
@@ -187,6 +195,9 @@ struct Measures::TickPools {
   RatioPool judged;
   RatioPool history;
   RatioPool baseline;
+  // The arms as read, where judged and baseline are read at equal load (for
+  // the tap: the evaluation's Kayenta-style judge sees the raw values).
+  std::optional<RatioPool> raw_judged, raw_baseline;
 };
 
 // ---------------------------------------------------------------------------
@@ -248,9 +259,10 @@ void Measures::Build(Fleet& fleet) {
   const std::string key(kPerTokenMeasure);
   AddDiagnostic(kPerTokenMeasure, MeasureKind::kNodeMean,
                 fleet.NodeSlotFor(key + ":sum", per_token.num),
-                fleet.NodeSlotFor(key + ":count", per_token.den));
+                fleet.NodeSlotFor(key + ":count", per_token.den), LoadSlot(fleet));
 
   comparisons_.resize(measures_.size());
+  load_fits_.resize(measures_.size());
   comparison_index_.resize(measures_.size());
   count_index_.resize(measures_.size());
   counts_.resize(measures_.size());
@@ -258,7 +270,8 @@ void Measures::Build(Fleet& fleet) {
 }
 
 // Diagnostics: compared on the whole canary for the signatures, never decide.
-void Measures::AddDiagnostic(std::string_view name, MeasureKind kind, int slot, int slot2) {
+void Measures::AddDiagnostic(std::string_view name, MeasureKind kind, int slot, int slot2,
+                             int load_slot) {
   for (const Measure& existing : measures_) {
     if (existing.name == name && existing.kind == kind) return;
   }
@@ -268,6 +281,7 @@ void Measures::AddDiagnostic(std::string_view name, MeasureKind kind, int slot, 
   m.gpu_slot = IsNodeLevel(kind) ? -1 : slot;
   m.node_slot = IsNodeLevel(kind) ? slot : -1;
   m.node_slot2 = slot2;
+  m.load_slot = load_slot;
   m.alpha_whole = policy_.alpha;
   m.alpha_unit = policy_.alpha;
   measures_.push_back(std::move(m));
@@ -362,12 +376,13 @@ void Measures::RunContinuous(std::size_t m, std::int64_t t) {
   const Measure& ms = measures_[m];
   scratch_units_.clear();  // unit = 1 + GPU or node index
   if (!IsNodeLevel(ms.kind) && ms.gpu_slot < 0) return;
-  const TickPools pools = IsNodeLevel(ms.kind) ? PoolNodes(ms, t) : PoolGpus(ms, t);
+  const TickPools pools = IsNodeLevel(ms.kind) ? PoolNodes(m, t) : PoolGpus(ms, t);
   const std::optional<NodeRatio> canary_all = pools.judged.Sums();
   const std::optional<NodeRatio> canary_hist = pools.history.Sums();
   const std::optional<NodeRatio> baseline = pools.baseline.Sums();
   if (tap_ && ms.policy_index >= 0 && t >= time_.BlockOrigin()) {
-    tap_(t, ms.policy_index, pools.judged.Value(), pools.baseline.Value());
+    tap_(t, ms.policy_index, (pools.raw_judged ? *pools.raw_judged : pools.judged).Value(),
+         (pools.raw_baseline ? *pools.raw_baseline : pools.baseline).Value());
   }
   FeedSeconds(m, 0, t, canary_all, canary_hist, baseline);
   for (const ScratchUnit& u : scratch_units_) {
@@ -417,18 +432,47 @@ Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
     if (ph == Phase::kJudged) judged.Add(r->num, r->den);
     if (ph == Phase::kHistory) history.Add(r->num, r->den);
   }
-  return TickPools{judged, history, baseline};
+  return TickPools{judged, history, baseline, std::nullopt, std::nullopt};
 }
 
 // A node measure: each node's ratio (per GPU, per request, per DRAM
 // activity), pooled as a ratio of sums.
-Measures::TickPools Measures::PoolNodes(const Measure& ms, std::int64_t t) {
+Measures::TickPools Measures::PoolNodes(std::size_t m, std::int64_t t) {
+  const Measure& ms = measures_[m];
   RatioPool judged, history, baseline;
+  const bool at_load = ms.kind == MeasureKind::kNodeMean && ms.load_slot >= 0;
+  if (at_load) FitLoad(m);
+  LoadFit& fit = load_fits_[m];
+  RatioPool raw_judged, raw_baseline;
   const std::vector<NodeState>& nodes = fleet_.nodes();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeState& n = nodes[i];
     const int ni = static_cast<int>(i);
-    const std::optional<NodeRatio> r = NodeRatioOf(ms, ni);
+    std::optional<NodeRatio> r = NodeRatioOf(ms, ni);
+    if (r && r->den > 0 && !n.excluded) {
+      if (n.role == Role::kBaseline) raw_baseline.Add(r->num, r->den);
+      if (n.role == Role::kCanary && fleet_.PhaseOf(ni, t) == Phase::kJudged) {
+        raw_judged.Add(r->num, r->den);
+      }
+    }
+    if (r && at_load && fit.seen()) {
+      // Read at the baseline's load: a node-second without its load is no
+      // data for a latency compared at equal load; nor is one before the
+      // fit has its first 30 baseline node-seconds (compared as read, those
+      // seconds would mix two measures in one sum), nor one at a load no
+      // baseline node ran at.
+      const std::optional<double> load = LoadOf(ms, ni);
+      const std::optional<double> factor = load ? fit.Factor(*load) : std::nullopt;
+      if (load && fit.active() && n.role == Role::kCanary &&
+          fleet_.PhaseOf(ni, t) == Phase::kJudged) {
+        fit.AddCanary(r->den, *load, factor.has_value());
+      }
+      if (factor) {
+        r->num /= *factor;
+      } else {
+        r.reset();
+      }
+    }
     if (n.role == Role::kBaseline) {
       if (!n.excluded && r) baseline.Add(r->num, r->den);
       continue;
@@ -441,7 +485,33 @@ Measures::TickPools Measures::PoolNodes(const Measure& ms, std::int64_t t) {
     if (ph == Phase::kJudged) judged.Add(r->num, r->den);
     if (ph == Phase::kHistory) history.Add(r->num, r->den);
   }
-  return TickPools{judged, history, baseline};
+  TickPools pools{judged, history, baseline, std::nullopt, std::nullopt};
+  if (at_load && fit.seen()) {
+    pools.raw_judged = raw_judged;
+    pools.raw_baseline = raw_baseline;
+  }
+  return pools;
+}
+
+void Measures::FitLoad(std::size_t m) {
+  const Measure& ms = measures_[m];
+  LoadFit& fit = load_fits_[m];
+  const std::vector<NodeState>& nodes = fleet_.nodes();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeState& n = nodes[i];
+    if (n.role != Role::kBaseline || n.excluded) continue;
+    const int ni = static_cast<int>(i);
+    const std::optional<NodeRatio> r = NodeRatioOf(ms, ni);
+    const std::optional<double> load = LoadOf(ms, ni);
+    if (r && load) fit.AddBaseline(r->num, r->den, *load);
+  }
+}
+
+std::optional<double> Measures::LoadOf(const Measure& ms, int node) const {
+  const std::optional<double> running = fleet_.NodeValue(node, ms.load_slot);
+  const int gpus = fleet_.nodes()[static_cast<std::size_t>(node)].gpu_count;
+  if (!running || !(*running >= 0) || gpus <= 0) return std::nullopt;
+  return *running / gpus;
 }
 
 std::optional<Measures::NodeRatio> Measures::NodeRatioOf(const Measure& ms, int node) const {

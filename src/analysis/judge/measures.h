@@ -27,6 +27,7 @@
 #include "analysis/judge/fleet.h"
 #include "analysis/judge/internal.h"
 #include "analysis/judge/judge.h"
+#include "analysis/judge/load_fit.h"
 #include "analysis/policy/policy.h"
 #include "analysis/replay/replay.h"
 #include "analysis/stats/blocks.h"
@@ -163,6 +164,9 @@ class Measures {
   // The whole canary's comparison (count test) of measure m; null if none yet.
   const Comparison* Whole(std::size_t m) const;
   const CountComparison* WholeCount(std::size_t m) const;
+  // The load fit of measure m (inactive unless m is a per-token latency read
+  // at equal load).
+  const LoadFit& load_fit(std::size_t m) const { return load_fits_[m]; }
 
  private:
   // A block of histogram observations (bucket bound -> cumulative increase)
@@ -218,11 +222,16 @@ class Measures {
   struct TickPools;
 
   void Build(Fleet& fleet);
-  void AddDiagnostic(std::string_view name, MeasureKind kind, int slot, int slot2 = -1);
+  void AddDiagnostic(std::string_view name, MeasureKind kind, int slot, int slot2 = -1,
+                     int load_slot = -1);
 
   void RunContinuous(std::size_t m, std::int64_t t);
   TickPools PoolGpus(const Measure& ms, std::int64_t t);
-  TickPools PoolNodes(const Measure& ms, std::int64_t t);
+  TickPools PoolNodes(std::size_t m, std::int64_t t);
+  // Feeds the baseline's node-seconds of this tick to measure m's load fit.
+  void FitLoad(std::size_t m);
+  // Node `node`'s requests running per GPU this tick (nullopt: unknown).
+  std::optional<double> LoadOf(const Measure& ms, int node) const;
   std::optional<NodeRatio> NodeRatioOf(const Measure& ms, int node) const;
   std::optional<NodeRatio> DramEfficiencyOf(int node) const;
   std::optional<NodeRatio> WorkPerJouleOf(int gpu) const;
@@ -259,6 +268,7 @@ class Measures {
   std::vector<Measure> measures_;
   std::size_t metrics_synced_ = 0;
   std::vector<std::map<int, Comparison>> comparisons_;
+  std::vector<LoadFit> load_fits_;  // per measure
   // std::map nodes are stable: a dense index by unit avoids a tree lookup
   // per unit, measure and tick.
   std::vector<std::vector<Comparison*>> comparison_index_;

@@ -53,6 +53,7 @@ class ReportWriter {
   void AddMetricEvidence(Cause& c, const MetricFinding& first_metric) const;
   void AddVerdict(Report& report) const;
   void AddNotes(Report& report) const;
+  void AddLoadNote(Report& report) const;
   void AddModelNotes(Report& report) const;
   void AddWithoutServiceNote(Report& report) const;
   void AddNextSteps(Report& report) const;
@@ -459,6 +460,7 @@ void ReportWriter::AddNotes(Report& report) const {
       }
     }
   }
+  AddLoadNote(report);
   std::set<std::string> fleet_kinds;
   for (const Cause& c : report.causes) {
     if (c.scope == vocab::Scope::kFleet) fleet_kinds.insert(std::string(vocab::Name(c.kind)));
@@ -480,6 +482,42 @@ void ReportWriter::AddNotes(Report& report) const {
     report.notes.emplace_back(buf);
   }
   AddNextSteps(report);
+}
+
+// A per-token latency read at equal load says so, with the loads and the
+// baseline's line it was read on.
+void ReportWriter::AddLoadNote(Report& report) const {
+  for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {
+    const LoadFit& fit = in_.measures.load_fit(m);
+    const std::optional<double> canary = fit.canary_load();
+    if (!fit.active() || !canary) continue;
+    const double base = fit.reference();
+    const std::string& name = in_.measures.list()[m].name;
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "%s: compared at equal load: the canary ran %.1f requests per GPU, the baseline "
+                  "%.1f (x%.2f)",
+                  name.c_str(), *canary, base, *canary / base);
+    std::string note = buf;
+    if (const std::optional<double> slope = fit.slope()) {
+      std::snprintf(buf, sizeof buf,
+                    "; on the baseline each request per GPU adds %.3g ms to a mean %.3g ms "
+                    "(%lld node-seconds)",
+                    1e3 * *slope, 1e3 * fit.mean_latency(), static_cast<long long>(fit.seconds()));
+      note += buf;
+    }
+    const std::int64_t skipped = fit.canary_seconds() - fit.canary_compared();
+    if (skipped > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "; %lld of %lld canary node-seconds ran at a load no baseline node ran at and "
+                    "are not compared (next: balance the traffic, or a baseline node at the "
+                    "canary's load)",
+                    static_cast<long long>(skipped), static_cast<long long>(fit.canary_seconds()));
+      note += buf;
+    }
+    report.notes.push_back(std::move(note));
+    return;  // one note: the policy's per-token latency, else the diagnostic
+  }
 }
 
 // Why an inconclusive canary is inconclusive, and what would decide it:

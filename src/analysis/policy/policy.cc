@@ -385,6 +385,7 @@ class PolicyParser {
         break;
       case vocab::ServiceMeasure::kQueueDepth:
       case vocab::ServiceMeasure::kKvCacheUsage:
+      case vocab::ServiceMeasure::kRunningRequests:
         if (kind != K::kGauge) expected = "gauge";
         break;
     }

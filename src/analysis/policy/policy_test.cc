@@ -177,7 +177,7 @@ TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
       {"metrics:\n  - {measure: work_per_joule, kind: rate, better: higher, margin: 1}\n",
        "p.yaml:2:37:", "metrics[0].kind: measure work_per_joule is compared as gauge"},
       {"metrics:\n  - {measure: joules, better: higher, margin: 1}\n",
-       "p.yaml:2:15:", "kv_cache_usage, work_per_joule)"},
+       "p.yaml:2:15:", "running_requests, work_per_joule)"},
       {"without_service:\n  - {measure: per_token_latency, kind: mean, better: lower, "
        "margin: 1}\n",
        "p.yaml:2:15:", "without_service[0].measure: a service measure has no data"},
