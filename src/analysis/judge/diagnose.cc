@@ -229,7 +229,7 @@ std::string SummarizeCause(const Cause& c, std::string_view detail, double secon
   const bool clock_kind = c.kind == CauseKind::kPowerCap || c.kind == CauseKind::kHwSlowdown ||
                           c.kind == CauseKind::kThermalThrottle;
   std::string s;
-  if (c.origin == "rule:idle") {
+  if (c.origin == "rule:idle" || c.origin == "rule:crashloop") {
     s = "On " + where + ": " + std::string(detail);
   } else if (from_metric && clock_kind && detail.empty()) {
     s = ClockDropSentence(c, where);

@@ -1,5 +1,6 @@
 #include "analysis/judge/fleet.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <utility>
@@ -174,6 +175,23 @@ void Fleet::SetBaselineMajorities() {
       }
     }
   }
+}
+
+void Fleet::TrackRestarts(std::int64_t t) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    NodeState& n = nodes_[i];
+    const std::optional<double> tokens = NodeValue(static_cast<int>(i), tokens_slot_);
+    if (!tokens) continue;
+    if (!std::isnan(n.restart_last_tokens) && *tokens < 0.5 * n.restart_last_tokens) {
+      n.restarts.push_back(t);
+    }
+    n.restart_last_tokens = *tokens;
+  }
+}
+
+int Fleet::RestartsSince(int node, std::int64_t from) const {
+  const std::vector<std::int64_t>& r = nodes_[static_cast<std::size_t>(node)].restarts;
+  return static_cast<int>(r.end() - std::lower_bound(r.begin(), r.end(), from));
 }
 
 // A canary node starts serving the release when its model server comes back

@@ -58,6 +58,11 @@ struct NodeState {
   double last_tokens = kNaN;
   bool excluded = false;
   int gpu_count = 0;
+  // The server's restarts: ticks at which its token counter (summed over the
+  // node's engines) fell below half its last value (a restarted process
+  // counts from 0; a lost scrape leaves a gap, not a fall).
+  std::vector<std::int64_t> restarts;
+  double restart_last_tokens = kNaN;
 };
 
 // Where a canary node stands at a tick: its own history (before the release
@@ -109,6 +114,10 @@ class Fleet {
   // on past the grace period), so that what it showed while switching can be
   // told history or release now.
   bool UpdateSwitch(int node, std::int64_t t);
+  // Every node's server restarts this tick (NodeState::restarts).
+  void TrackRestarts(std::int64_t t);
+  // Restarts of node `node`'s server at or after `from`.
+  int RestartsSince(int node, std::int64_t from) const;
 
   Phase PhaseOf(int node, std::int64_t t) const {
     if (!time_.release_start) return Phase::kJudged;

@@ -120,6 +120,7 @@ void Judge::Impl::Add(const Tick& tick, const Catalog& catalog) {
   measures_.SyncFamilies(*catalog.metrics);
   rules_.Track(fleet_.gpus().size());
   fleet_.Read(tick);
+  fleet_.TrackRestarts(t);
   if (time_.release_start && t >= *time_.release_start && !history_closed_) {
     // The history ends: close its last block.
     history_closed_ = true;

@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ class ServerFleet {
     const ServiceMetric* running =
         vocab::FindServiceMetric(server, ServiceMeasure::kRunningRequests);
     metrics_.push_back({"DCGM_FI_DEV_SM_CLOCK", MetricKind::kGauge});
+    metrics_.push_back({"DCGM_FI_DEV_XID_ERRORS", MetricKind::kGauge});
     tokens_ = Metric(std::string(tokens->metric), MetricKind::kCounter);
     latency_scale_ = latency->scale;
     per_request_ = server == Server::kTgi;  // one observation per request: its mean
@@ -79,6 +81,11 @@ class ServerFleet {
     return std::numeric_limits<double>::quiet_NaN();
   };
   std::function<double(double)> latency_at = [](double) { return 0.016; };
+  // The token counter's value on a node at second s (its increase is the
+  // tokens generated that second); a restart makes it fall.
+  std::function<double(int, std::int64_t)> tokens_value = [](int, std::int64_t) { return 1e6; };
+  // The last XID on a GPU at second s (0: none).
+  std::function<int(int, std::int64_t)> xid = [](int, std::int64_t) { return 0; };
 
   Tick Make(std::int64_t t) {
     std::normal_distribution<double> noise(0, 1);
@@ -87,6 +94,11 @@ class ServerFleet {
     for (std::size_t g = 0; g < gpus_.size(); ++g) {
       tick.gpu_points.push_back(
           {static_cast<std::int32_t>(g), 0, 1980 + 5 * noise(rng_), std::nullopt});
+      const int code = xid(static_cast<int>(g), t);
+      if (code > 0) {
+        tick.gpu_points.push_back(
+            {static_cast<std::int32_t>(g), 1, static_cast<double>(code), std::nullopt});
+      }
       tick.gpus.push_back(static_cast<std::int32_t>(g));
     }
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -97,7 +109,7 @@ class ServerFleet {
                                        latency_factor(static_cast<int>(n)) *
                                        (1 + 0.01 * noise(rng_));
       std::map<int, Point> points;
-      points[tokens_] = {node, tokens_, 1e6, tokens};
+      points[tokens_] = {node, tokens_, tokens_value(static_cast<int>(n), t), tokens};
       // In the server's unit (seconds, or Triton's microseconds): per
       // token, or per request as TGI records each request's mean.
       const double events = per_request_ ? tokens / 100 : tokens;
@@ -131,8 +143,9 @@ class ServerFleet {
   std::mt19937_64 rng_{7};
 };
 
-Report JudgeServerFleet(ServerFleet& fleet, const Policy& policy = DefaultPolicy()) {
-  Judge judge({.policy = policy, .release_start_s = std::nullopt});
+Report JudgeServerFleet(ServerFleet& fleet, const Policy& policy = DefaultPolicy(),
+                        std::optional<std::int64_t> release_start = std::nullopt) {
+  Judge judge({.policy = policy, .release_start_s = release_start});
   for (std::int64_t s = 0; s < 400; ++s) judge.Add(fleet.Make(kT0 + s), fleet.catalog());
   return judge.Finish();
 }
@@ -252,6 +265,103 @@ TEST(JudgeLoadTest, WithoutRunningRequestsLatencyIsComparedAsRead) {
   EXPECT_GT(latency->change, 0.15);
   EXPECT_EQ(latency->result, "high");
   EXPECT_FALSE(HasNote(r, "compared at equal load"));
+}
+
+// Crash loops (docs/analysis-method.md, "Hard rules"): the release starts at
+// +60 s; a server "restarts" when its token counter falls back to ~0.
+constexpr std::int64_t kRelease = kT0 + 60;
+std::function<double(int, std::int64_t)> Restarting(std::set<int> nodes,
+                                                    std::vector<std::int64_t> at) {
+  return [nodes, at](int node, std::int64_t t) {
+    if (nodes.count(node) == 0) return 1e6 + 1000.0 * static_cast<double>(t - kT0);
+    std::int64_t from = kT0;  // the last restart at or before t
+    for (std::int64_t r : at) from = t >= kRelease + r ? kRelease + r : from;
+    return 1000.0 * static_cast<double>(t - from + 1);
+  };
+}
+
+const Cause* FindCause(const Report& r, std::string_view origin_part) {
+  for (const Cause& c : r.causes) {
+    if (c.summary.find(origin_part) != std::string::npos) return &c;
+  }
+  return nullptr;
+}
+
+TEST(JudgeCrashLoopTest, CanaryServerRestartingAfterTheReleaseFailsIt) {
+  ServerFleet fleet(Server::kVllm);
+  fleet.tokens_value = Restarting({0}, {5, 110, 215});
+  const Report r = JudgeServerFleet(fleet, DefaultPolicy(), kRelease);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  const Cause* loop = FindCause(r, "a crash loop");
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->kind, vocab::CauseKind::kSoftwareRegression);
+  EXPECT_EQ(loop->scope, vocab::Scope::kRelease);
+  EXPECT_TRUE(loop->failing);
+  EXPECT_NE(loop->summary.find("restarted 3 times since the release (+5 s, +110 s, +215 s)"),
+            std::string::npos)
+      << loop->summary;
+  EXPECT_DOUBLE_EQ(loop->decided_at, static_cast<double>(kRelease + 215));
+}
+
+// The deploy's restart and one crash are not a loop.
+TEST(JudgeCrashLoopTest, TwoRestartsAreNotALoop) {
+  ServerFleet fleet(Server::kVllm);
+  fleet.tokens_value = Restarting({0}, {5, 110});
+  const Report r = JudgeServerFleet(fleet, DefaultPolicy(), kRelease);
+  EXPECT_EQ(FindCause(r, "a crash loop"), nullptr);
+  EXPECT_NE(r.verdict, Verdict::kFail);
+}
+
+// Baseline servers restarting as often: the infrastructure, not the release.
+TEST(JudgeCrashLoopTest, BaselineRestartingToo) {
+  ServerFleet fleet(Server::kVllm);
+  fleet.tokens_value = Restarting({0, 2}, {5, 110, 215});
+  const Report r = JudgeServerFleet(fleet, DefaultPolicy(), kRelease);
+  EXPECT_EQ(FindCause(r, "a crash loop"), nullptr);
+}
+
+// With an XID the crashes are the XID's, and the cause is named xid_errors
+// in one sentence with it. XID 31 (a page fault: the release's kernels) is
+// not critical and alone would be the node's (one GPU); the crash loop makes
+// it the release's. XID 79 (fallen off the bus) is critical: the default
+// policy fails a canary GPU that shows it, and the crash loop goes with it.
+TEST(JudgeCrashLoopTest, TheXidNamesTheMechanism) {
+  for (const int code : {31, 79}) {
+    SCOPED_TRACE(code);
+    ServerFleet fleet(Server::kVllm);
+    fleet.tokens_value = Restarting({0}, {5, 110, 215});
+    fleet.xid = [code](int gpu, std::int64_t t) {
+      return gpu == 0 && t >= kRelease + 3 ? code : 0;
+    };
+    const Report r = JudgeServerFleet(fleet, DefaultPolicy(), kRelease);
+    EXPECT_EQ(r.verdict, Verdict::kFail);
+    const Cause* loop = FindCause(r, "a crash loop");
+    ASSERT_NE(loop, nullptr);
+    EXPECT_EQ(loop->kind, vocab::CauseKind::kXidErrors);
+    EXPECT_EQ(loop->scope, vocab::Scope::kRelease);
+    EXPECT_NE(loop->summary.find("XID " + std::to_string(code)), std::string::npos)
+        << loop->summary;
+    EXPECT_EQ(loop->summary.find("already before"), std::string::npos) << loop->summary;
+  }
+}
+
+// A hardware XID the GPU already showed before the release is the node's,
+// and so is the crash loop it brings.
+TEST(JudgeCrashLoopTest, AHardwareXidFromBeforeKeepsItTheNodes) {
+  ServerFleet fleet(Server::kVllm);
+  fleet.tokens_value = Restarting({0}, {5, 110, 215});
+  fleet.xid = [](int gpu, std::int64_t t) {
+    if (gpu != 0) return 0;
+    if (t < kRelease - 30) return 0;
+    return t < kRelease + 100 ? 79 : 48;  // another hardware XID after the release
+  };
+  const Report r = JudgeServerFleet(fleet, DefaultPolicy(), kRelease);
+  const Cause* loop = FindCause(r, "a crash loop");
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->kind, vocab::CauseKind::kXidErrors);
+  EXPECT_EQ(loop->scope, vocab::Scope::kNode);
+  EXPECT_FALSE(loop->failing);
+  EXPECT_EQ(loop->nodes, std::vector<std::string>{"canary-0"});
 }
 
 // A node gauge named in a policy is the node's value: twice the requests

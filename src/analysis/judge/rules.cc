@@ -421,7 +421,11 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
     // came with the release, though the server was not back yet.
     const std::optional<std::int64_t>& release = fleet_.timeline().release_start;
     const bool deploy_retrain = f.origin == "rule:pcie_link" && release && f.since >= *release;
-    if (f.since < since && !deploy_retrain) {
+    // Nor is an XID after the release start "already before the release":
+    // a GPU fault that crashes the server is the restart the switch reads
+    // (an XID 56 s after the release was called the node's own history).
+    const bool deploy_xid = f.origin == "rule:xid" && release && f.since >= *release;
+    if (f.since < since && !deploy_retrain && !deploy_xid) {
       f.scope = FindingScope::kNode;
       f.history = true;
       if (hit != nullptr) hit->history = true;

@@ -383,6 +383,7 @@ double VerdictTracker::PassScore() const {
 
 void VerdictTracker::Update(std::int64_t t) {
   WatchWork(t);
+  WatchRestarts(t);
   MarkFailing();
   // Pass: every required measure shown not worse on the whole canary, no
   // failing finding, and at least half of the canary GPUs healthy.
@@ -443,6 +444,75 @@ void VerdictTracker::WatchWork(std::int64_t t) {
                 *canary * 100, *baseline * 100, static_cast<long long>(kIdleSeconds));
   f.detail = text;
   findings_.push_back(std::move(f));
+}
+
+// Restarts of a canary node's server since the release start: the deploy's
+// own restart and kCrashLoopRestarts - 1 more (crashes of the release) make
+// a crash loop, unless a baseline server restarted as often meanwhile (an
+// infrastructure event, not the release). An XID on the node's GPUs since the
+// release start is the crash's mechanism, and names the cause (xid_errors;
+// else software_regression). A hardware XID (the policy's critical ones: ECC,
+// bus, NVLink, GSP) keeps the scope the XID rule gave it; an XID that points
+// at the software (13, 31, 43, 45: a kernel faulting the GPU) or none makes
+// the crash loop the release's, and the XID findings with it.
+void VerdictTracker::WatchRestarts(std::int64_t t) {
+  constexpr int kCrashLoopRestarts = 3;
+  if (!time_.release_start) return;
+  const std::int64_t start = *time_.release_start;
+  const std::vector<NodeState>& nodes = fleet_.nodes();
+  int baseline_most = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].role != Role::kBaseline) continue;
+    baseline_most = std::max(baseline_most, fleet_.RestartsSince(static_cast<int>(i), start));
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const int node = static_cast<int>(i);
+    if (nodes[i].role != Role::kCanary || crashloop_nodes_.count(node) != 0) continue;
+    const int restarts = fleet_.RestartsSince(node, start);
+    if (restarts < kCrashLoopRestarts || baseline_most >= kCrashLoopRestarts - 1) continue;
+    crashloop_nodes_.insert(node);
+    // The node's XIDs since the release start.
+    std::vector<MetricFinding*> xids;
+    bool hardware = false;
+    bool hardware_release = false;
+    for (MetricFinding& f : findings_) {
+      if (f.origin != "rule:xid" || f.units.empty() || f.since < start) continue;
+      if (fleet_.gpus()[static_cast<std::size_t>(f.units.front())].node != node) continue;
+      xids.push_back(&f);
+      hardware |= f.critical;
+      hardware_release |= f.critical && f.scope == FindingScope::kRelease;
+    }
+    MetricFinding f;
+    f.kind = xids.empty() ? vocab::CauseKind::kSoftwareRegression : vocab::CauseKind::kXidErrors;
+    f.scope = hardware && !hardware_release ? FindingScope::kNode : FindingScope::kRelease;
+    f.origin = "rule:crashloop";
+    for (int g : (*fleet_.catalog()->nodes)[i].gpus) f.units.push_back(g);
+    f.unit_is_gpu = true;
+    const std::vector<std::int64_t>& at = nodes[i].restarts;
+    f.since = *std::lower_bound(at.begin(), at.end(), start);
+    f.decided_at = t;
+    f.critical = true;
+    std::string when;
+    for (auto it = std::lower_bound(at.begin(), at.end(), start); it != at.end(); ++it) {
+      when += (when.empty() ? "+" : ", +") + std::to_string(*it - start) + " s";
+    }
+    // The XIDs' own findings name their codes; a report merges them with
+    // this one (same kind and scope).
+    f.detail = "the server restarted " + std::to_string(restarts) + " times since the release (" +
+               when + "); " +
+               (baseline_most == 0 ? std::string("no baseline server restarted")
+                                   : "no baseline server more than once") +
+               ": a crash loop";
+    if (!hardware) {
+      for (MetricFinding* x : xids) {
+        x->scope = FindingScope::kRelease;
+        x->history = false;
+        x->decided_at = t;
+      }
+    }
+    if (f.scope == FindingScope::kNode) ExcludeUnits(f);
+    findings_.push_back(std::move(f));
+  }
 }
 
 // Which findings count against the release.

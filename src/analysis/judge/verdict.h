@@ -82,6 +82,10 @@ class VerdictTracker {
   // A canary that stops working while its baseline works fails the release
   // (docs/analysis-method.md, "Hard rules": idle canary).
   void WatchWork(std::int64_t t);
+  // A canary node whose server keeps restarting after the release while no
+  // baseline server does fails it (docs/analysis-method.md, "Hard rules":
+  // crash loop).
+  void WatchRestarts(std::int64_t t);
   // Mean activity (utilisation, else SM active, as a fraction) of one arm's
   // GPUs this tick; nullopt when none reports either.
   std::optional<double> ArmActivity(Role role) const;
@@ -98,6 +102,7 @@ class VerdictTracker {
   std::optional<std::int64_t> pass_since_;
   std::optional<std::int64_t> idle_since_;  // first second of the canary's idle streak
   bool idle_found_ = false;
+  std::set<int> crashloop_nodes_;  // canary nodes already found crash-looping
 };
 
 }  // namespace gpucanary::analysis::judge_internal
