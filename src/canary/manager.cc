@@ -156,6 +156,15 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
                         role,
                         {std::move(*matcher)}});
     }
+    // Series without a host label (a vLLM server's) by their scrape's
+    // instance, as `gpucanary judge` files them (by files or --prometheus):
+    // without them a live canary was judged without its service metrics.
+    std::vector<model::Matcher> by_instance = model::InstanceHostMatchers(hosts);
+    std::string name = std::string(analysis::RoleName(role)) + " {";
+    for (std::size_t i = 0; i < by_instance.size(); ++i) {
+      name += (i == 0 ? "" : ",") + by_instance[i].ToString();
+    }
+    inputs.push_back({name + "}", role, std::move(by_instance)});
   };
   add(analysis::Role::kCanary, c->view.canary_hosts);
   add(analysis::Role::kBaseline, c->view.baseline_hosts);

@@ -8,13 +8,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "analysis/judge/judge.h"
+#include "analysis/policy/policy.h"
+#include "analysis/replay/replay.h"
 #include "analysis/report/report_json.h"
 #include "canary/test_util.h"
 
@@ -73,6 +78,15 @@ class CanaryManagerTest : public ::testing::Test {
     manager_ = std::make_unique<CanaryManager>(*store_, *meta_, clock_, options, hooks);
   }
 
+  // Starts the canary of the power-brake release on node-4 (at +20 s).
+  Result<std::string> StartFp8() {
+    return manager_->Start({.release_id = "fp8-kernel",
+                            .started_at = static_cast<double>(kStart + 20),
+                            .targets = {"node-4"},
+                            .selector = {},
+                            .previous = "stable"});
+  }
+
   // Advances the clock a second at a time to `until` (Unix s), polling.
   void RunUntil(std::int64_t until) {
     while (clock_.NowMs() < until * 1000) {
@@ -95,11 +109,7 @@ class CanaryManagerTest : public ::testing::Test {
 TEST_F(CanaryManagerTest, APowerBrakeReleaseFailsLiveAndTheBreakerIsCalledOnce) {
   LoadTelemetry();
   NewManager();
-  auto id = manager_->Start({.release_id = "fp8-kernel",
-                             .started_at = static_cast<double>(kStart + 20),
-                             .targets = {"node-4"},
-                             .selector = {},
-                             .previous = "stable"});
+  auto id = StartFp8();
   ASSERT_TRUE(id.has_value()) << id.error().ToString();
   auto view = manager_->Get(*id);
   ASSERT_TRUE(view.has_value());
@@ -131,6 +141,95 @@ TEST_F(CanaryManagerTest, APowerBrakeReleaseFailsLiveAndTheBreakerIsCalledOnce) 
   ASSERT_FALSE(verdicts->empty());
   EXPECT_EQ(verdicts->back().verdict, "fail");
   EXPECT_FALSE(verdicts->back().causes.empty());
+}
+
+// The live canary and `gpucanary judge` decide alike on the same data: the
+// power-brake fleet simulated again into a canary recording (node-4) and a
+// baseline recording (the three baseline nodes the manager picked), replayed
+// as the CLI does over the live canary's window (its 15 s of history to the
+// last second it judged): the same verdict, decision time, causes (kind,
+// scope, GPUs, times, sentence) and per-metric results.
+TEST_F(CanaryManagerTest, TheLiveVerdictIsTheOfflineJudges) {
+  LoadTelemetry();
+  NewManager();
+  auto id = StartFp8();
+  ASSERT_TRUE(id.has_value()) << id.error().ToString();
+  RunUntil(kStart + 140);
+  auto live = manager_->Get(*id);
+  ASSERT_TRUE(live.has_value());
+  const analysis::Report& l = live->report;
+  ASSERT_EQ(live->baseline_hosts, (std::vector<std::string>{"node-1", "node-2", "node-3"}));
+  ASSERT_TRUE(l.last_tick.has_value());
+
+  // The same scenario, one recording per arm (node-5 is in neither).
+  const fs::path canary = dir_ / "canary.om";
+  const fs::path baseline = dir_ / "baseline.om";
+  const fs::path other = dir_ / "other.om";
+  {
+    auto scenario = sim::ParseScenario(testing::kPowerBrakeScenario, "test.yaml");
+    ASSERT_TRUE(scenario.has_value());
+    sim::Engine engine(*scenario);
+    auto c = recording::RecordingWriter::Open(canary.string());
+    auto b = recording::RecordingWriter::Open(baseline.string());
+    auto o = recording::RecordingWriter::Open(other.string());
+    ASSERT_TRUE(c.has_value() && b.has_value() && o.has_value());
+    std::vector<recording::RecordingWriter*> per_node = {b->get(), b->get(), b->get(), c->get(),
+                                                         o->get()};
+    ASSERT_EQ(engine.node_count(), per_node.size());
+    sim::OfflineOptions options;
+    options.duration_s = scenario->duration_s;
+    ASSERT_TRUE(sim::WriteScenarioRecording(engine, options, per_node).has_value());
+    for (auto* w : {c->get(), b->get(), o->get()}) ASSERT_TRUE(w->Close().ok());
+  }
+  const std::int64_t release = kStart + 20;
+  std::optional<analysis::Report> offline;
+  Status st = analysis::ReplayRecordings(
+      {{baseline.string(), analysis::Role::kBaseline, std::nullopt},
+       {canary.string(), analysis::Role::kCanary, std::nullopt}},
+      {}, [&](analysis::Replay& replay) -> Status {
+        analysis::Judge judge({.policy = analysis::DefaultPolicy(), .release_start_s = release});
+        analysis::Tick tick;
+        for (;;) {
+          Result<bool> more = replay.Next(tick);
+          if (!more) return Error(more.error());
+          if (!*more) break;
+          if (tick.time_s < release - 15 || tick.time_s > *l.last_tick) continue;
+          judge.Add(tick, analysis::Catalog::Of(replay));
+        }
+        offline = judge.Snapshot();
+        return Status::Ok();
+      });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE(offline.has_value());
+  const analysis::Report& o = *offline;
+  EXPECT_EQ(o.verdict, l.verdict);
+  EXPECT_EQ(o.verdict, analysis::Verdict::kFail);
+  EXPECT_EQ(o.decided_at, l.decided_at);
+  EXPECT_EQ(o.last_tick, l.last_tick);
+  ASSERT_EQ(o.causes.size(), l.causes.size()) << analysis::ReportToJson(o);
+  for (std::size_t i = 0; i < o.causes.size(); ++i) {
+    EXPECT_EQ(o.causes[i].kind, l.causes[i].kind);
+    EXPECT_EQ(o.causes[i].scope, l.causes[i].scope);
+    EXPECT_EQ(o.causes[i].gpus, l.causes[i].gpus);
+    EXPECT_EQ(o.causes[i].since, l.causes[i].since);
+    EXPECT_EQ(o.causes[i].decided_at, l.causes[i].decided_at);
+    EXPECT_EQ(o.causes[i].summary, l.causes[i].summary);
+  }
+  std::string names;
+  for (const analysis::MetricResult& m : l.metrics) names += m.name + " ";
+  names += "| offline: ";
+  for (const analysis::MetricResult& m : o.metrics) names += m.name + " ";
+  ASSERT_EQ(o.metrics.size(), l.metrics.size()) << names;
+  for (std::size_t i = 0; i < o.metrics.size(); ++i) {
+    SCOPED_TRACE(o.metrics[i].name);
+    EXPECT_EQ(o.metrics[i].name, l.metrics[i].name);
+    EXPECT_EQ(o.metrics[i].result, l.metrics[i].result);
+    EXPECT_EQ(o.metrics[i].decided_at, l.metrics[i].decided_at);
+    EXPECT_EQ(o.metrics[i].blocks, l.metrics[i].blocks);
+    if (!std::isnan(o.metrics[i].change) || !std::isnan(l.metrics[i].change)) {
+      EXPECT_DOUBLE_EQ(o.metrics[i].change, l.metrics[i].change);
+    }
+  }
 }
 
 TEST_F(CanaryManagerTest, ARestartMidCanaryResumesFromTheStore) {

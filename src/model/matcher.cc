@@ -222,6 +222,15 @@ std::string InstanceHostRegex(const std::vector<std::string>& hosts) {
   return "(?:" + ExactAlternation(hosts) + ")(?::[0-9]+)?";
 }
 
+std::string_view InstanceHost(std::string_view instance) {
+  if (instance.starts_with('[')) {
+    const auto close = instance.find(']');
+    return close == std::string_view::npos ? instance.substr(1) : instance.substr(1, close - 1);
+  }
+  const auto colon = instance.rfind(':');
+  return colon == std::string_view::npos ? instance : instance.substr(0, colon);
+}
+
 std::vector<Matcher> InstanceHostMatchers(const std::vector<std::string>& hosts) {
   std::vector<Matcher> out;
   for (auto [type, name, value] :

@@ -59,6 +59,10 @@ std::string ExactAlternation(const std::vector<std::string>& values);
 // without a port ("node-4", "node-4:8000").
 std::string InstanceHostRegex(const std::vector<std::string>& hosts);
 
+// The host part of an `instance` label ("10.0.0.7:8000" -> "10.0.0.7",
+// "[::1]:80" -> "::1", "node-4" -> "node-4").
+std::string_view InstanceHost(std::string_view instance);
+
 // The matchers of series that carry no host label (neither `Hostname` nor
 // `hostname`) and whose scrape `instance` names one of `hosts`: an inference
 // server's series as a scrape of a target named by its host stores them.

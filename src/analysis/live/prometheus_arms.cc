@@ -24,16 +24,7 @@ std::vector<std::string> ArmSelectors(const PrometheusArm& arm,
       out.push_back(HistorySelector(std::string(label), arm.hosts, names));
     }
     // Series without a host label (vLLM's) by their scrape's instance.
-    std::string by_instance = HistorySelector("instance", arm.hosts, names);
-    std::string instance;
-    for (const model::Matcher& m : model::InstanceHostMatchers(arm.hosts)) {
-      instance += "," + m.ToString();
-    }
-    // HistorySelector's first matcher is the host one; the name one follows.
-    const std::size_t names_at = by_instance.find(',');
-    by_instance = "{" + instance.substr(1) +
-                  (names_at == std::string::npos ? "}" : by_instance.substr(names_at));
-    out.push_back(std::move(by_instance));
+    out.push_back(HistorySelector(std::string(kInstanceLabel), arm.hosts, names));
   }
   out.insert(out.end(), arm.selectors.begin(), arm.selectors.end());
   return out;

@@ -22,10 +22,19 @@ std::vector<std::string> SortedUnique(std::vector<std::string> values) {
 std::string HistorySelector(const std::string& host_label, const std::vector<std::string>& hosts,
                             const std::vector<std::string>& names) {
   std::string selector = "{";
-  auto host = model::Matcher::Make(model::Matcher::Type::kRegex, host_label,
-                                   model::ExactAlternation(SortedUnique(hosts)));
-  GC_CHECK(host.has_value(), "quoted host names are a valid regex");
-  selector += host->ToString();
+  if (host_label == kInstanceLabel) {
+    // Series without a host label (vLLM's) by their scrape's instance.
+    std::string instance;
+    for (const model::Matcher& m : model::InstanceHostMatchers(SortedUnique(hosts))) {
+      instance += (instance.empty() ? "" : ",") + m.ToString();
+    }
+    selector += instance;
+  } else {
+    auto host = model::Matcher::Make(model::Matcher::Type::kRegex, host_label,
+                                     model::ExactAlternation(SortedUnique(hosts)));
+    GC_CHECK(host.has_value(), "quoted host names are a valid regex");
+    selector += host->ToString();
+  }
   if (!names.empty()) {
     // dcgm-exporter prints the name its counter CSV has: the legacy name or,
     // with a CSV written for DCGM 4.6, the new one (dcgm/fields.h).

@@ -113,6 +113,10 @@ class PrometheusHistory {
 // The PromQL selector of `names` (each DCGM field with its DCGM 4.6 alias)
 // on series whose `host_label` is one of `hosts`, regex-quoted and escaped:
 // {Hostname=~"node-4|node\\.5",__name__=~"DCGM_FI_DEV_GPU_TEMP|..."}.
+// `host_label` "instance" (kInstanceLabel) selects, as the replay files
+// them, series with no host label whose scrape instance names a host, with
+// or without a port (model::InstanceHostMatchers).
+inline constexpr std::string_view kInstanceLabel = "instance";
 std::string HistorySelector(const std::string& host_label, const std::vector<std::string>& hosts,
                             const std::vector<std::string>& names);
 

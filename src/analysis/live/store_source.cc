@@ -6,7 +6,9 @@
 #include <string_view>
 #include <utility>
 
+#include "analysis/live/prometheus_history.h"
 #include "dcgm/fields.h"
+#include "model/matcher.h"
 
 namespace gpucanary::analysis {
 namespace {
@@ -22,6 +24,13 @@ model::MetricType InferType(const expfmt::SampleView& sample, std::string_view& 
   }
   if (name.ends_with("_count") || name.ends_with("_sum")) return model::MetricType::kHistogram;
   return model::MetricType::kUnknown;
+}
+
+// A history series' host under `label`: the label's value, or the host
+// part of the scrape instance for series read by their instance.
+std::string_view HostOf(const model::Labels& labels, const std::string& label) {
+  const std::string_view v = model::LabelValue(labels, label);
+  return label == kInstanceLabel ? model::InstanceHost(v) : v;
 }
 
 }  // namespace
@@ -83,7 +92,7 @@ Status StoreTickSource::FileHistory(const store::QueryResult& result, std::int64
   // any sample of any of its series (a staleness marker too: it was scraped).
   std::map<std::string, std::int64_t, std::less<>> first_here;
   for (const store::SeriesData& series : result.series) {
-    const std::string_view host = model::LabelValue(series.labels, h.host_label());
+    const std::string_view host = HostOf(series.labels, h.host_label());
     if (host.empty() || store_since_.contains(host)) continue;
     std::int64_t first = kNoTick;
     Status st = result.ForEach(series, [&](std::span<const store::Sample> run) {
@@ -97,8 +106,8 @@ Status StoreTickSource::FileHistory(const store::QueryResult& result, std::int64
   store_since_.merge(first_here);
   if (cursors_.empty() && !h.series().empty()) {
     for (std::size_t i = 0; i < h.series().size(); ++i) {
-      cursors_.push_back({i, 0, kIgnoredSeries, false,
-                          std::string(model::LabelValue(h.series()[i].labels, h.host_label()))});
+      cursors_.push_back(
+          {i, 0, kIgnoredSeries, false, std::string(HostOf(h.series()[i].labels, h.host_label()))});
     }
   }
   for (HistoryCursor& c : cursors_) {

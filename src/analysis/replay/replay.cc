@@ -10,6 +10,7 @@
 #include "analysis/replay/replay_source.h"
 #include "core/string_map.h"
 #include "dcgm/fields.h"
+#include "model/matcher.h"
 #include "telemetry/gpu_snapshot.h"
 #include "vocab/service_measures.h"
 
@@ -52,16 +53,6 @@ const T* FindSorted(const std::vector<T>& v, std::int32_t a, std::int32_t b) {
     return std::make_pair(p.entity, p.metric) < key;
   });
   return it != v.end() && it->entity == a && it->metric == b ? &*it : nullptr;
-}
-
-// The host part of an `instance` label ("10.0.0.7:8000" -> "10.0.0.7", "[::1]:80" -> "::1").
-std::string_view InstanceHost(std::string_view instance) {
-  if (instance.starts_with('[')) {
-    const auto close = instance.find(']');
-    return close == std::string_view::npos ? instance.substr(1) : instance.substr(1, close - 1);
-  }
-  const auto colon = instance.rfind(':');
-  return colon == std::string_view::npos ? instance : instance.substr(0, colon);
 }
 
 double ParseLe(std::string_view text) {
@@ -182,7 +173,10 @@ std::uint32_t Replay::Impl::InternCell(bool node_level, std::int32_t entity, std
 Result<int> Replay::Impl::InternNode(int input, std::string_view host, std::string_view what) {
   if (auto it = node_ids_.find(host); it != node_ids_.end()) {
     const NodeInfo& node = nodes_[static_cast<std::size_t>(it->second)];
-    if (node.input != input) {
+    // One arm may read a host through several inputs (the live canary reads
+    // a node's DCGM series by its Hostname label and its server's by the
+    // scrape's instance); a host in both arms is an error.
+    if (node.input != input && node.role != inputs_[static_cast<std::size_t>(input)].role) {
       return Error(StatusCode::kInvalidArgument, std::string(what) + " is in both " +
                                                      Owner(node.input) + " and " + Owner(input) +
                                                      "; each host must come from one recording");
@@ -260,7 +254,7 @@ Result<std::uint32_t> Replay::Impl::AddSeries(int input, const expfmt::SampleVie
     std::string_view host = telemetry::HostOf(sample);
     if (host == "-") {
       if (auto instance = sample.Label("instance"); instance && !instance->empty()) {
-        host = InstanceHost(*instance);
+        host = model::InstanceHost(*instance);
       }
     }
     Result<int> id = InternNode(input, host, "node " + std::string(host));
