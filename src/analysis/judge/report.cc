@@ -510,10 +510,14 @@ void ReportWriter::AddLoadNote(Report& report) const {
     if (skipped > 0) {
       std::snprintf(buf, sizeof buf,
                     "; %lld of %lld canary node-seconds ran at a load no baseline node ran at and "
-                    "are not compared (next: balance the traffic, or a baseline node at the "
-                    "canary's load)",
+                    "are not compared",
                     static_cast<long long>(skipped), static_cast<long long>(fit.canary_seconds()));
       note += buf;
+      // A failed release may have raised its own load (slower steps grow the
+      // batch): the next step is for a canary still to be decided.
+      if (report.verdict != Verdict::kFail) {
+        note += " (next: balance the traffic, or a baseline node at the canary's load)";
+      }
     }
     report.notes.push_back(std::move(note));
     return;  // one note: the policy's per-token latency, else the diagnostic
