@@ -160,11 +160,9 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
     // instance, as `gpucanary judge` files them (by files or --prometheus):
     // without them a live canary was judged without its service metrics.
     std::vector<model::Matcher> by_instance = model::InstanceHostMatchers(hosts);
-    std::string name = std::string(analysis::RoleName(role)) + " {";
-    for (std::size_t i = 0; i < by_instance.size(); ++i) {
-      name += (i == 0 ? "" : ",") + by_instance[i].ToString();
-    }
-    inputs.push_back({name + "}", role, std::move(by_instance)});
+    inputs.push_back(
+        {std::string(analysis::RoleName(role)) + " {" + model::JoinMatchers(by_instance) + "}",
+         role, std::move(by_instance)});
   };
   add(analysis::Role::kCanary, c->view.canary_hosts);
   add(analysis::Role::kBaseline, c->view.baseline_hosts);

@@ -222,6 +222,12 @@ std::string InstanceHostRegex(const std::vector<std::string>& hosts) {
   return "(?:" + ExactAlternation(hosts) + ")(?::[0-9]+)?";
 }
 
+std::string JoinMatchers(const std::vector<Matcher>& matchers) {
+  std::string out;
+  for (const Matcher& m : matchers) out += (out.empty() ? "" : ",") + m.ToString();
+  return out;
+}
+
 std::string_view InstanceHost(std::string_view instance) {
   if (instance.starts_with('[')) {
     const auto close = instance.find(']');

@@ -59,6 +59,10 @@ std::string ExactAlternation(const std::vector<std::string>& values);
 // without a port ("node-4", "node-4:8000").
 std::string InstanceHostRegex(const std::vector<std::string>& hosts);
 
+// The matchers as written inside a selector's braces, comma-separated:
+// `instance=~"...",Hostname=""`.
+std::string JoinMatchers(const std::vector<Matcher>& matchers);
+
 // The host part of an `instance` label ("10.0.0.7:8000" -> "10.0.0.7",
 // "[::1]:80" -> "::1", "node-4" -> "node-4").
 std::string_view InstanceHost(std::string_view instance);

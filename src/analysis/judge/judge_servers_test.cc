@@ -197,13 +197,14 @@ INSTANTIATE_TEST_SUITE_P(EveryServer, JudgeServersTest,
 double Wave(std::int64_t t, double period) {
   return std::sin(2 * 3.141592653589793 * static_cast<double>(t) / period);
 }
+double StepLatency(double requests_per_gpu) { return 0.010 + 0.0002 * requests_per_gpu; }
 ServerFleet LoadedFleet(double canary_load) {
   ServerFleet fleet(Server::kVllm);
   fleet.load = [canary_load](int node, std::int64_t t) {
     if (node < 2) return canary_load + 5 * Wave(t + 13 * node, 47);
     return 40 + 30 * Wave(t + 29 * node, 61 + 7 * node);
   };
-  fleet.latency_at = [](double x) { return 0.010 + 0.0002 * x; };
+  fleet.latency_at = StepLatency;
   return fleet;
 }
 
@@ -257,7 +258,7 @@ TEST(JudgeLoadTest, WithoutRunningRequestsLatencyIsComparedAsRead) {
   fleet.latency_factor = [](int node) {
     // The latency the load would give, with no running series to show it.
     const double x = node < 2 ? 56.0 : 40.0;
-    return (0.010 + 0.0002 * x) / 0.016;
+    return StepLatency(x) / 0.016;
   };
   const Report r = JudgeServerFleet(fleet);
   const MetricResult* latency = FindMetric(r, "per_token_latency");

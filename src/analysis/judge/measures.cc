@@ -449,11 +449,12 @@ Measures::TickPools Measures::PoolNodes(std::size_t m, std::int64_t t) {
     const NodeState& n = nodes[i];
     const int ni = static_cast<int>(i);
     std::optional<NodeRatio> r = NodeRatioOf(ms, ni);
-    if (r && r->den > 0 && !n.excluded) {
-      if (n.role == Role::kBaseline) raw_baseline.Add(r->num, r->den);
-      if (n.role == Role::kCanary && fleet_.PhaseOf(ni, t) == Phase::kJudged) {
-        raw_judged.Add(r->num, r->den);
-      }
+    // Where a canary node stands (baseline nodes are always compared).
+    const bool baseline_node = n.role == Role::kBaseline;
+    const Phase ph = baseline_node ? Phase::kJudged : fleet_.PhaseOf(ni, t);
+    if (at_load && r && r->den > 0 && !n.excluded) {
+      if (baseline_node) raw_baseline.Add(r->num, r->den);
+      if (!baseline_node && ph == Phase::kJudged) raw_judged.Add(r->num, r->den);
     }
     if (r && at_load && fit.seen()) {
       // Read at the baseline's load: a node-second without its load is no
@@ -463,8 +464,7 @@ Measures::TickPools Measures::PoolNodes(std::size_t m, std::int64_t t) {
       // baseline node ran at.
       const std::optional<double> load = LoadOf(ms, ni);
       const std::optional<double> factor = load ? fit.Factor(*load) : std::nullopt;
-      if (load && fit.active() && n.role == Role::kCanary &&
-          fleet_.PhaseOf(ni, t) == Phase::kJudged) {
+      if (load && fit.active() && !baseline_node && ph == Phase::kJudged) {
         fit.AddCanary(r->den, *load, factor.has_value());
       }
       if (factor) {
@@ -473,11 +473,10 @@ Measures::TickPools Measures::PoolNodes(std::size_t m, std::int64_t t) {
         r.reset();
       }
     }
-    if (n.role == Role::kBaseline) {
+    if (baseline_node) {
       if (!n.excluded && r) baseline.Add(r->num, r->den);
       continue;
     }
-    const Phase ph = fleet_.PhaseOf(ni, t);
     std::optional<NodeRatio> v;
     if (r && r->den > 0 && !n.excluded) v = r;
     if (ms.decides) scratch_units_.push_back({ni + 1, v, ph});

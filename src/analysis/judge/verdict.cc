@@ -489,11 +489,12 @@ void VerdictTracker::WatchRestarts(std::int64_t t) {
     for (int g : (*fleet_.catalog()->nodes)[i].gpus) f.units.push_back(g);
     f.unit_is_gpu = true;
     const std::vector<std::int64_t>& at = nodes[i].restarts;
-    f.since = *std::lower_bound(at.begin(), at.end(), start);
+    const auto first = std::lower_bound(at.begin(), at.end(), start);
+    f.since = *first;
     f.decided_at = t;
     f.critical = true;
     std::string when;
-    for (auto it = std::lower_bound(at.begin(), at.end(), start); it != at.end(); ++it) {
+    for (auto it = first; it != at.end(); ++it) {
       when += (when.empty() ? "+" : ", +") + std::to_string(*it - start) + " s";
     }
     // The XIDs' own findings name their codes; a report merges them with

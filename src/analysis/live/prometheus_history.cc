@@ -24,11 +24,7 @@ std::string HistorySelector(const std::string& host_label, const std::vector<std
   std::string selector = "{";
   if (host_label == kInstanceLabel) {
     // Series without a host label (vLLM's) by their scrape's instance.
-    std::string instance;
-    for (const model::Matcher& m : model::InstanceHostMatchers(SortedUnique(hosts))) {
-      instance += (instance.empty() ? "" : ",") + m.ToString();
-    }
-    selector += instance;
+    selector += model::JoinMatchers(model::InstanceHostMatchers(SortedUnique(hosts)));
   } else {
     auto host = model::Matcher::Make(model::Matcher::Type::kRegex, host_label,
                                      model::ExactAlternation(SortedUnique(hosts)));
