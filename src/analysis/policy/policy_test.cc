@@ -176,6 +176,8 @@ TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
        "p.yaml:3:15:", "metrics[1].measure: metric listed twice"},
       {"metrics:\n  - {measure: work_per_joule, kind: rate, better: higher, margin: 1}\n",
        "p.yaml:2:37:", "metrics[0].kind: measure work_per_joule is compared as gauge"},
+      {"metrics:\n  - {measure: running_requests, kind: mean, better: lower, margin: 1}\n",
+       "p.yaml:2:39:", "metrics[0].kind: measure running_requests is compared as gauge"},
       {"metrics:\n  - {measure: joules, better: higher, margin: 1}\n",
        "p.yaml:2:15:", "running_requests, work_per_joule)"},
       {"without_service:\n  - {measure: per_token_latency, kind: mean, better: lower, "
