@@ -26,9 +26,11 @@ namespace ji = judge_internal;
 std::vector<std::string> JudgeInputNames(const Policy& policy) {
   std::set<std::string> names(ji::kGpuSlotNames.begin(), ji::kGpuSlotNames.end());
   // Every server's samples of the measures the judge always reads (tokens,
-  // per-token latency) and of the measures the policy names.
+  // per-token latency, and the running batch they are compared at) and of
+  // the measures the policy names.
   std::set<vocab::ServiceMeasure> measures = {vocab::ServiceMeasure::kGeneratedTokens,
-                                              vocab::ServiceMeasure::kPerTokenLatency};
+                                              vocab::ServiceMeasure::kPerTokenLatency,
+                                              vocab::ServiceMeasure::kRunningRequests};
   std::vector<const MetricPolicy*> entries;
   for (const MetricPolicy& mp : policy.metrics) entries.push_back(&mp);
   for (const MetricPolicy& mp : policy.without_service) entries.push_back(&mp);

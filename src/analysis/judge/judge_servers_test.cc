@@ -81,6 +81,9 @@ class ServerFleet {
     return std::numeric_limits<double>::quiet_NaN();
   };
   std::function<double(double)> latency_at = [](double) { return 0.016; };
+  // Tokens a node generates per GPU per second at a load (before noise):
+  // 1000 unless a test ties them to the load.
+  std::function<double(int, double)> tokens_per_gpu = [](int, double) { return 1000.0; };
   // The token counter's value on a node at second s (its increase is the
   // tokens generated that second); a restart makes it fall.
   std::function<double(int, std::int64_t)> tokens_value = [](int, std::int64_t) { return 1e6; };
@@ -103,8 +106,9 @@ class ServerFleet {
     }
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
       const auto node = static_cast<std::int32_t>(n);
-      const double tokens = 2000 * (1 + 0.05 * noise(rng_));
       const double x = load(static_cast<int>(n), t);
+      const double tokens =
+          kGpusPerNode * tokens_per_gpu(static_cast<int>(n), x) * (1 + 0.05 * noise(rng_));
       const double seconds_per_token = latency_at(std::isnan(x) ? 0.0 : x) *
                                        latency_factor(static_cast<int>(n)) *
                                        (1 + 0.01 * noise(rng_));
@@ -201,8 +205,9 @@ double StepLatency(double requests_per_gpu) { return 0.010 + 0.0002 * requests_p
 ServerFleet LoadedFleet(double canary_load) {
   ServerFleet fleet(Server::kVllm);
   fleet.load = [canary_load](int node, std::int64_t t) {
-    if (node < 2) return canary_load + 5 * Wave(t + 13 * node, 47);
-    return 40 + 30 * Wave(t + 29 * node, 61 + 7 * node);
+    const std::int64_t n = node;
+    if (node < 2) return canary_load + 5 * Wave(t + 13 * n, 47);
+    return 40 + 30 * Wave(t + 29 * n, 61 + 7 * node);
   };
   fleet.latency_at = StepLatency;
   return fleet;
@@ -268,11 +273,50 @@ TEST(JudgeLoadTest, WithoutRunningRequestsLatencyIsComparedAsRead) {
   EXPECT_FALSE(HasNote(r, "compared at equal load"));
 }
 
+// Tokens/s at equal load: below saturation a node generates what it is
+// offered, one token per running request per step. A canary offered less
+// traffic (28 requests per GPU against the baseline's mean 40) generates
+// ~20% fewer tokens per GPU as read, at the same speed per step.
+ServerFleet ThroughputFleet(double canary_load, double canary_step_factor) {
+  ServerFleet fleet = LoadedFleet(canary_load);
+  fleet.latency_factor = [canary_step_factor](int node) {
+    return node < 2 ? canary_step_factor : 1.0;
+  };
+  fleet.tokens_per_gpu = [canary_step_factor](int node, double x) {
+    return x / (StepLatency(x) * (node < 2 ? canary_step_factor : 1.0));
+  };
+  return fleet;
+}
+
+TEST(JudgeLoadTest, CanaryOfferedLessTrafficIsNotSlower) {
+  ServerFleet fleet = ThroughputFleet(28, 1.0);
+  const Report r = JudgeServerFleet(fleet);
+  const MetricResult* tokens = FindMetric(r, "generated_tokens");
+  ASSERT_NE(tokens, nullptr);
+  EXPECT_NEAR(tokens->change, 0.0, 0.02);
+  EXPECT_EQ(tokens->result, "pass");
+  EXPECT_EQ(r.verdict, Verdict::kPass);
+  EXPECT_TRUE(HasNote(r, "generated_tokens: compared at equal load: the canary ran 28"));
+  EXPECT_TRUE(HasNote(r, "tokens/s per GPU"));
+}
+
+// At the same lower load, a release 10% slower per step generates ~9% fewer
+// tokens at equal load: it fails.
+TEST(JudgeLoadTest, FewerTokensFromSlowerStepsStillFail) {
+  ServerFleet fleet = ThroughputFleet(28, 1.10);
+  const Report r = JudgeServerFleet(fleet);
+  const MetricResult* tokens = FindMetric(r, "generated_tokens");
+  ASSERT_NE(tokens, nullptr);
+  EXPECT_NEAR(tokens->change, -0.09, 0.02);
+  EXPECT_EQ(tokens->result, "low");
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+}
+
 // Crash loops (docs/analysis-method.md, "Hard rules"): the release starts at
 // +60 s; a server "restarts" when its token counter falls back to ~0.
 constexpr std::int64_t kRelease = kT0 + 60;
-std::function<double(int, std::int64_t)> Restarting(std::set<int> nodes,
-                                                    std::vector<std::int64_t> at) {
+std::function<double(int, std::int64_t)> Restarting(const std::set<int>& nodes,
+                                                    const std::vector<std::int64_t>& at) {
   return [nodes, at](int node, std::int64_t t) {
     if (nodes.count(node) == 0) return 1e6 + 1000.0 * static_cast<double>(t - kT0);
     std::int64_t from = kT0;  // the last restart at or before t

@@ -216,6 +216,10 @@ TEST(JudgeWithoutServiceTest, InputNamesCoverTheList) {
   EXPECT_THAT(names, ::testing::Contains("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"));
   EXPECT_THAT(names, ::testing::Contains("DCGM_FI_DEV_POWER_USAGE"));
   EXPECT_THAT(names, ::testing::Not(::testing::Contains("work_per_joule")));
+  // The running batch, read for tokens/s and per-token latency at equal
+  // load: each server's series, named by no policy entry.
+  EXPECT_THAT(names, ::testing::Contains("vllm:num_requests_running"));
+  EXPECT_THAT(names, ::testing::Contains("sglang:num_running_reqs"));
 }
 
 }  // namespace

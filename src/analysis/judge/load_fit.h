@@ -20,6 +20,11 @@
 // a margin), and a load no baseline node ran at is not compared at all
 // (Factor is nullopt there) rather than extrapolated.
 //
+// Tokens/s per GPU are read the same way (y: a node-second's tokens per GPU,
+// weighted by its GPUs): below saturation a node generates what it is
+// offered, so a canary given less traffic than its baseline generates fewer
+// tokens at the same speed per step.
+//
 // A release whose steps are slower shifts its whole curve, and the shift
 // survives the normalisation (a slower step also grows the batch, by
 // Little's law; reading both arms on the baseline's curve takes out the
@@ -48,8 +53,8 @@ class LoadFit {
   static constexpr double kMinSpread = 0.03;
   static constexpr double kMinT = 4.0;
 
-  // One baseline node-second: latency sum `sum` over `count` tokens, at
-  // `load` requests running per GPU.
+  // One baseline node-second: latency sum `sum` over `count` tokens (or
+  // `sum` tokens over `count` GPUs), at `load` requests running per GPU.
   void AddBaseline(double sum, double count, double load);
   // One canary node-second in its judged phase: compared (a baseline near
   // its load) or not.
@@ -67,10 +72,11 @@ class LoadFit {
   std::int64_t seconds() const { return all_.n; }
   std::int64_t canary_seconds() const { return canary_n_; }
   std::int64_t canary_compared() const { return canary_compared_; }
-  // The baseline's line over all its loads (for the report): the latency at
-  // zero load (s) and per request per GPU (s); nullopt without a slope.
+  // The baseline's line over all its loads (for the report): the measure's
+  // rise per request per GPU (s per token, or tokens/s per GPU); nullopt
+  // without a slope. mean(): the baseline's pooled value.
   std::optional<double> slope() const;
-  double mean_latency() const { return all_.w > 0 ? all_.sy / all_.w : 0; }
+  double mean() const { return all_.w > 0 ? all_.sy / all_.w : 0; }
 
  private:
   struct Sums {

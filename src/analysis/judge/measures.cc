@@ -89,6 +89,9 @@ void ReadServiceMeasure(const MetricPolicy& mp, Measure& m, Fleet& fleet) {
       m.node_slot = *mp.measure == vocab::ServiceMeasure::kGeneratedTokens
                         ? fleet.tokens_slot()
                         : fleet.NodeSlotFor(key, src.value);
+      // Tokens/s follow the running batch (below saturation, the traffic a
+      // node is offered): read at equal load like the latency.
+      if (*mp.measure == vocab::ServiceMeasure::kGeneratedTokens) m.load_slot = LoadSlot(fleet);
       break;
     case MetricPolicy::Kind::kGauge:
     case MetricPolicy::Kind::kCount:  // refused by the policy parser
@@ -254,7 +257,7 @@ void Measures::Build(Fleet& fleet) {
   for (int s : {kClock, kSmActive, kOccupancy, kTensor, kDram, kPower, kTemp, kPcieRx}) {
     AddDiagnostic(kGpuSlotNames[static_cast<std::size_t>(s)], MeasureKind::kGpuGauge, s);
   }
-  AddDiagnostic(kTokensMeasure, MeasureKind::kNodeRate, fleet.tokens_slot());
+  AddDiagnostic(kTokensMeasure, MeasureKind::kNodeRate, fleet.tokens_slot(), -1, LoadSlot(fleet));
   const MeasureSources per_token = SourcesOf(vocab::ServiceMeasure::kPerTokenLatency);
   const std::string key(kPerTokenMeasure);
   AddDiagnostic(kPerTokenMeasure, MeasureKind::kNodeMean,
@@ -440,7 +443,8 @@ Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
 Measures::TickPools Measures::PoolNodes(std::size_t m, std::int64_t t) {
   const Measure& ms = measures_[m];
   RatioPool judged, history, baseline;
-  const bool at_load = ms.kind == MeasureKind::kNodeMean && ms.load_slot >= 0;
+  const bool at_load =
+      (ms.kind == MeasureKind::kNodeMean || ms.kind == MeasureKind::kNodeRate) && ms.load_slot >= 0;
   if (at_load) FitLoad(m);
   LoadFit& fit = load_fits_[m];
   RatioPool raw_judged, raw_baseline;

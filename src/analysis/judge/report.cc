@@ -484,26 +484,36 @@ void ReportWriter::AddNotes(Report& report) const {
   AddNextSteps(report);
 }
 
-// A per-token latency read at equal load says so, with the loads and the
-// baseline's line it was read on.
+// A measure read at equal load says so, with the loads and the baseline's
+// line it was read on: one note for the per-token latency and one for the
+// tokens/s (the policy's measure, else the diagnostic of the same data).
 void ReportWriter::AddLoadNote(Report& report) const {
+  std::set<MeasureKind> noted;
   for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {
     const LoadFit& fit = in_.measures.load_fit(m);
     const std::optional<double> canary = fit.canary_load();
-    if (!fit.active() || !canary) continue;
+    const Measure& ms = in_.measures.list()[m];
+    if (!fit.active() || !canary || !noted.insert(ms.kind).second) continue;
+    const bool tokens = ms.kind == MeasureKind::kNodeRate;
     const double base = fit.reference();
-    const std::string& name = in_.measures.list()[m].name;
     char buf[400];
     std::snprintf(buf, sizeof buf,
                   "%s: compared at equal load: the canary ran %.1f requests per GPU, the baseline "
                   "%.1f (x%.2f)",
-                  name.c_str(), *canary, base, *canary / base);
+                  ms.name.c_str(), *canary, base, *canary / base);
     std::string note = buf;
     if (const std::optional<double> slope = fit.slope()) {
-      std::snprintf(buf, sizeof buf,
-                    "; on the baseline each request per GPU adds %.3g ms to a mean %.3g ms "
-                    "(%lld node-seconds)",
-                    1e3 * *slope, 1e3 * fit.mean_latency(), static_cast<long long>(fit.seconds()));
+      if (tokens) {
+        std::snprintf(buf, sizeof buf,
+                      "; on the baseline each request per GPU adds %.3g tokens/s per GPU to a "
+                      "mean %.4g tokens/s per GPU (%lld node-seconds)",
+                      *slope, fit.mean(), static_cast<long long>(fit.seconds()));
+      } else {
+        std::snprintf(buf, sizeof buf,
+                      "; on the baseline each request per GPU adds %.3g ms to a mean %.3g ms "
+                      "(%lld node-seconds)",
+                      1e3 * *slope, 1e3 * fit.mean(), static_cast<long long>(fit.seconds()));
+      }
       note += buf;
     }
     const std::int64_t skipped = fit.canary_seconds() - fit.canary_compared();
@@ -520,7 +530,6 @@ void ReportWriter::AddLoadNote(Report& report) const {
       }
     }
     report.notes.push_back(std::move(note));
-    return;  // one note: the policy's per-token latency, else the diagnostic
   }
 }
 
