@@ -165,7 +165,7 @@ struct Timeline {
 };
 
 // Where a finding stands: a scope (vocab::Scope's release or node), or not
-// yet known. The two states in between never leave the judge: a report
+// yet known. The three states in between never leave the judge: a report
 // shows them as node (ReportedScope), and the end of the data settles them.
 enum class FindingScope : std::uint8_t {
   kRelease,
@@ -173,6 +173,7 @@ enum class FindingScope : std::uint8_t {
   kPending,    // a minority of the node's GPUs show it: its siblings decide
   kSwitching,  // the node's switch to the release is not known yet
   kFleet,      // seen on the baseline too: a fleet-wide event, not the release
+  kHeatWatch,  // thermal throttling while the baseline warms: does it follow?
 };
 
 // The scope a report gives a finding.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -37,11 +38,14 @@ struct Fleet {
       {"DCGM_FI_DEV_PCIE_LINK_WIDTH", MetricKind::kGauge},
       {"DCGM_FI_DEV_PCIE_LINK_GEN", MetricKind::kGauge},
       {"DCGM_FI_DEV_GPU_UTIL", MetricKind::kGauge},
+      {"DCGM_FI_DEV_GPU_TEMP", MetricKind::kGauge},
   };
   // (gpu, tick) -> PCIe link {width, gen} (no max-link fields, as many
   // exporters) and utilisation; unset: not exported.
   std::function<std::pair<double, double>(int, std::int64_t)> link;
   std::function<double(int, std::int64_t)> util;
+  // (gpu, tick) -> temperature, C; unset: not exported.
+  std::function<double(int, std::int64_t)> temp;
   // (node, tick) -> serving? ; (gpu, tick) -> reasons ; (node) -> TPOT factor
   std::function<bool(int, std::int64_t)> serving = [](int, std::int64_t) { return true; };
   std::function<std::uint64_t(int, std::int64_t)> reasons = [](int, std::int64_t) { return 0; };
@@ -71,6 +75,10 @@ struct Fleet {
       if (util) {
         tick.gpu_points.push_back(
             {static_cast<std::int32_t>(g), 8, util(static_cast<int>(g), t), std::nullopt});
+      }
+      if (temp) {
+        tick.gpu_points.push_back(
+            {static_cast<std::int32_t>(g), 9, temp(static_cast<int>(g), t), std::nullopt});
       }
       tick.gpus.push_back(static_cast<std::int32_t>(g));
     }
@@ -268,6 +276,63 @@ TEST(JudgeUnitTest, ServiceErrorsAreARatePerToken) {
   EXPECT_EQ(bad.metrics[1].result, "high");
   EXPECT_NEAR(bad.metrics[1].canary / bad.metrics[1].baseline, 10.0, 1.0);
   EXPECT_NEAR(bad.metrics[1].baseline * 1000, 1.0, 0.1);  // errors per 1,000 tokens
+}
+
+// A heat event (docs/analysis-method.md, "Fleet-wide events"): from +100 s
+// the canary GPUs warm `canary_rate` C a second from 55 C and hold at 86 C
+// with SW thermal slowdown (0x20); the baseline's warm `baseline_rate` C a
+// second up to `baseline_to`.
+Fleet Warming(double canary_rate, double baseline_rate, double baseline_to) {
+  Fleet fleet;
+  // The canary nodes restart into the release at +60 s, serving from +70 s.
+  fleet.serving = [](int node, std::int64_t t) {
+    return node >= 2 || t < kT0 + 60 || t >= kT0 + 70;
+  };
+  auto degrees = [=](int gpu, std::int64_t t) {
+    const auto dt = static_cast<double>(std::max<std::int64_t>(t - kT0 - 100, 0));
+    return gpu < 4 ? std::min(55 + canary_rate * dt, 86.0)
+                   : std::min(55 + baseline_rate * dt, baseline_to);
+  };
+  fleet.temp = degrees;
+  fleet.reasons = [=](int gpu, std::int64_t t) -> std::uint64_t {
+    return degrees(gpu, t) >= 86 ? 0x20 : 0;
+  };
+  return fleet;
+}
+
+// The canary racks warm faster and reach the slowdown 21 s before the
+// baseline (at +141 s; the baseline 9 C cooler, warming, when the rule's
+// 3 s are up): the room, not the release.
+TEST(JudgeUnitTest, HeatEventThatReachesTheCanaryFirstIsTheRooms) {
+  Fleet fleet = Warming(0.75, 0.5, 86);
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_NE(r.verdict, Verdict::kFail);
+  EXPECT_EQ(Find(r, "thermal_throttle", "release"), nullptr);
+  EXPECT_NE(Find(r, "thermal_throttle", "fleet"), nullptr);
+}
+
+// The canary GPUs alone overheat (86 C from +131 s): the release's, on the
+// rule's fourth second (no wait: the baseline is not warming).
+TEST(JudgeUnitTest, CanaryHeatingAloneFailsAtOnce) {
+  Fleet fleet = Warming(1.0, 0, 55);
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  ASSERT_NE(Find(r, "thermal_throttle", "release"), nullptr);
+  ASSERT_TRUE(r.decided_at.has_value());
+  EXPECT_EQ(*r.decided_at, static_cast<double>(kT0 + 134));
+}
+
+// The baseline warms too but stops at 70 C, 16 C short of the canary's
+// slowdown: the canary's throttling is the release's, decided within the
+// 30 s the judge waits for a warming baseline to follow.
+TEST(JudgeUnitTest, CanaryThrottlingWhileTheBaselineStaysCoolerFails) {
+  Fleet fleet = Warming(1.0, 0.5, 70);
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  ASSERT_NE(Find(r, "thermal_throttle", "release"), nullptr);
+  ASSERT_TRUE(r.decided_at.has_value());
+  EXPECT_GE(*r.decided_at, static_cast<double>(kT0 + 134));
+  EXPECT_LE(*r.decided_at, static_cast<double>(kT0 + 134 + 30));
 }
 
 TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {

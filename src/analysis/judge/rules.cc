@@ -21,6 +21,13 @@ constexpr std::uint64_t kThermalBits = 0x20 | 0x40;
 // A canary GPU throttling for heat within this of the baseline's hottest
 // GPUs is as hot as its peers: the room, not the release.
 constexpr double kFleetHeatDegrees = 3;
+// A room warming: the baseline's hottest GPUs this much warmer than 15 to
+// 60 s before. A heat event reaches the warmer racks first (a canary rack 2 C
+// warmer throttles seconds to tens of seconds before the baseline), so a
+// canary GPU throttling for heat while the baseline warms is watched this
+// long for the baseline to follow before it is called the release's.
+constexpr double kWarmingDegrees = 5;
+constexpr std::int64_t kHeatWatchSeconds = 30;
 // Throttle reasons that can come from the room rather than the GPU: SW power
 // cap (facility capping), HW slowdown, SW/HW thermal (heat), power brake
 // (a facility's brake signal).
@@ -91,6 +98,28 @@ int HardRules::BaselineNodesAsHot(int group, int node, double temp, std::int64_t
     }
   }
   return hot;
+}
+
+bool HardRules::BaselineWarming(int group, int node, std::int64_t t) const {
+  const auto nodes = baseline_nodes_.find(group);
+  if (nodes == baseline_nodes_.end()) return false;
+  int warming = 0;
+  for (int n : nodes->second) {
+    const auto ring = baseline_temp_.find(n);
+    if (n == node || ring == baseline_temp_.end()) continue;
+    std::optional<double> now, before;
+    std::int64_t now_tick = 0;
+    for (const auto& [tick, degrees] : ring->second) {
+      if (tick > t) continue;
+      if (t - tick <= 5 && (!now || tick > now_tick)) {
+        now = degrees;
+        now_tick = tick;
+      }
+      if (t - tick >= 15 && t - tick <= 60) before = std::min(before.value_or(degrees), degrees);
+    }
+    if (now && before && *now - *before >= kWarmingDegrees) ++warming;
+  }
+  return warming >= 2 && 4 * warming >= static_cast<int>(nodes->second.size());
 }
 
 void HardRules::TrackLinks() {
@@ -290,9 +319,13 @@ void HardRules::OnHit(RuleHit hit, std::int64_t t) {
 // node stands (history, switching, judged) and on the other canary GPUs.
 FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
   const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
+  const bool heat = hit.rule == "throttle" && (hit.bits & kThermalBits) != 0;
   if (s.role == Role::kBaseline) {
-    return hit.rule == "throttle" && SeenFleetWide(hit, t) ? FindingScope::kFleet
-                                                           : FindingScope::kNode;
+    // The first baseline node a heat event reaches is no more at fault than
+    // a canary node: watched too.
+    if (hit.rule == "throttle" && SeenFleetWide(hit, t)) return FindingScope::kFleet;
+    return heat && BaselineWarming(s.group, s.node, t) ? FindingScope::kHeatWatch
+                                                       : FindingScope::kNode;
   }
   GpuRules& r = gpus_[static_cast<std::size_t>(hit.gpu)];
   const Phase phase = fleet_.PhaseOf(s.node, t);
@@ -308,6 +341,7 @@ FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
     return FindingScope::kNode;
   }
   if (hit.rule == "throttle" && SeenFleetWide(hit, t)) return FindingScope::kFleet;
+  if (heat && BaselineWarming(s.group, s.node, t)) return FindingScope::kHeatWatch;
   // The seed's rule: throttling for more than 3 s on a canary GPU after its
   // release halts the canary, unless the GPU showed it before (above) or the
   // baseline shows it too. No clean sibling or witness excuses it.
@@ -441,6 +475,11 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
       f.scope = FindingScope::kFleet;
       continue;
     }
+    if (f.origin == "rule:throttle" && (f.bits & kThermalBits) != 0 &&
+        BaselineWarming(fleet_.gpus()[static_cast<std::size_t>(gpu)].group, node, t)) {
+      f.scope = FindingScope::kHeatWatch;
+      continue;
+    }
     const bool halts = f.origin.starts_with("rule:") && HaltsOnCanary(f.origin.substr(5));
     f.scope = halts ? FindingScope::kRelease : ScopeForRuleKind(f.kind, probe, t);
     if (f.scope == FindingScope::kRelease) {
@@ -458,6 +497,7 @@ void HardRules::ResolvePending(std::int64_t t, bool at_end) {
   for (MetricFinding& f : findings_) {
     // The switch never came.
     if (at_end && f.scope == FindingScope::kSwitching) f.scope = FindingScope::kNode;
+    if (f.scope == FindingScope::kHeatWatch) ResolveHeatWatch(f, t, at_end);
     if (f.scope != FindingScope::kPending) continue;
     const int gpu = f.units.front();
     RuleHit probe;
@@ -475,6 +515,36 @@ void HardRules::ResolvePending(std::int64_t t, bool at_end) {
       f.scope = FindingScope::kNode;
       fleet_.ExcludeGpuAndItsNode(gpu);
     }
+  }
+}
+
+void HardRules::ResolveHeatWatch(MetricFinding& f, std::int64_t t, bool at_end) {
+  const int gpu = f.units.front();
+  const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(gpu)];
+  RuleHit* hit = HitOf(f);
+  RuleHit probe = hit != nullptr ? *hit : RuleHit{};
+  probe.gpu = gpu;
+  probe.kind = f.kind;
+  probe.bits = f.bits;
+  if (SeenFleetWide(probe, t)) {
+    f.scope = FindingScope::kFleet;
+    return;
+  }
+  if (!at_end && t - f.decided_at < kHeatWatchSeconds && BaselineWarming(s.group, s.node, t)) {
+    return;  // still watching
+  }
+  if (s.role == Role::kBaseline) {
+    f.scope = FindingScope::kNode;
+    fleet_.ExcludeGpuAndItsNode(gpu);
+    return;
+  }
+  const bool halts = HaltsOnCanary("throttle");
+  f.scope = halts ? FindingScope::kRelease : ScopeForRuleKind(f.kind, probe, t);
+  if (f.scope == FindingScope::kRelease) {
+    release_kinds_.insert(f.kind);
+    f.decided_at = t;
+  } else if (f.scope == FindingScope::kNode) {
+    fleet_.ExcludeGpuAndItsNode(gpu);
   }
 }
 

@@ -145,6 +145,14 @@ class HardRules {
   // Baseline nodes of `group` (not `node`) whose GPUs were within
   // kFleetHeatDegrees of `temp` in the last minute.
   int BaselineNodesAsHot(int group, int node, double temp, std::int64_t t) const;
+  // Whether the baseline of `group` (not `node`) is warming as a room does:
+  // on two nodes and a quarter of them, the hottest GPU kWarmingDegrees
+  // warmer now than 15 to 60 s ago.
+  bool BaselineWarming(int group, int node, std::int64_t t) const;
+  // A thermal throttle hit while the (rest of the) baseline warms: the
+  // room's if the baseline follows within kHeatWatchSeconds, else scoped as
+  // any other (the node's on a baseline GPU, the release's on a canary's).
+  void ResolveHeatWatch(MetricFinding& f, std::int64_t t, bool at_end);
 };
 
 }  // namespace gpucanary::analysis::judge_internal
