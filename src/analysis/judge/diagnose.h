@@ -23,7 +23,10 @@ struct Signature {
   double dram = 0;
   double power = 0;
   double tokens_per_dram = 0;
-  bool power_capped = false;  // SW power cap (0x4) seen on the canary and not the baseline
+  // SW power cap (0x4) seen on the canary and not the baseline; without
+  // reasons, the canary's power held flat at or above the baseline's with
+  // its clock held down (HardRules::CanaryPowerPinned).
+  bool power_capped = false;
   // Absolute values of the canary (busy seconds), for causes whose telemetry
   // reports no throttle reason (nvidia-smi logs, exporters without field 112).
   double power_w = 0;             // mean board power; NaN: unknown

@@ -170,10 +170,10 @@ struct Timeline {
 enum class FindingScope : std::uint8_t {
   kRelease,
   kNode,
-  kPending,    // a minority of the node's GPUs show it: its siblings decide
-  kSwitching,  // the node's switch to the release is not known yet
-  kFleet,      // seen on the baseline too: a fleet-wide event, not the release
-  kHeatWatch,  // thermal throttling while the baseline warms: does it follow?
+  kPending,     // a minority of the node's GPUs show it: its siblings decide
+  kSwitching,   // the node's switch to the release is not known yet
+  kFleet,       // seen on the baseline too: a fleet-wide event, not the release
+  kFleetWatch,  // a throttle the rest of the baseline may follow (heat, facility cap)
 };
 
 // The scope a report gives a finding.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -39,13 +40,20 @@ struct Fleet {
       {"DCGM_FI_DEV_PCIE_LINK_GEN", MetricKind::kGauge},
       {"DCGM_FI_DEV_GPU_UTIL", MetricKind::kGauge},
       {"DCGM_FI_DEV_GPU_TEMP", MetricKind::kGauge},
+      {"DCGM_FI_DEV_POWER_USAGE", MetricKind::kGauge},
+      {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", MetricKind::kGauge},
   };
   // (gpu, tick) -> PCIe link {width, gen} (no max-link fields, as many
   // exporters) and utilisation; unset: not exported.
   std::function<std::pair<double, double>(int, std::int64_t)> link;
   std::function<double(int, std::int64_t)> util;
-  // (gpu, tick) -> temperature, C; unset: not exported.
+  // (gpu, tick) -> temperature, C; power and enforced limit, W; SM clock,
+  // MHz (unset: 1050 under the power brake, else about 1980). Unset: not
+  // exported.
   std::function<double(int, std::int64_t)> temp;
+  std::function<std::pair<double, double>(int, std::int64_t)> power;
+  std::function<double(int, std::int64_t)> clock;
+  bool reasons_exported = true;
   // (node, tick) -> serving? ; (gpu, tick) -> reasons ; (node) -> TPOT factor
   std::function<bool(int, std::int64_t)> serving = [](int, std::int64_t) { return true; };
   std::function<std::uint64_t(int, std::int64_t)> reasons = [](int, std::int64_t) { return 0; };
@@ -63,10 +71,21 @@ struct Fleet {
     tick.time_s = t;
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       const std::uint64_t r = reasons(static_cast<int>(g), t);
-      const double clock = (r & 0x80U) != 0 ? 1050 : 1980 + 5 * noise(rng);
-      tick.gpu_points.push_back({static_cast<std::int32_t>(g), 0, clock, std::nullopt});
-      tick.gpu_points.push_back(
-          {static_cast<std::int32_t>(g), 1, static_cast<double>(r), std::nullopt});
+      const double mhz = clock              ? clock(static_cast<int>(g), t) + 5 * noise(rng)
+                         : (r & 0x80U) != 0 ? 1050
+                                            : 1980 + 5 * noise(rng);
+      tick.gpu_points.push_back({static_cast<std::int32_t>(g), 0, mhz, std::nullopt});
+      if (reasons_exported) {
+        tick.gpu_points.push_back(
+            {static_cast<std::int32_t>(g), 1, static_cast<double>(r), std::nullopt});
+      }
+      if (power) {
+        const auto [watts, limit] = power(static_cast<int>(g), t);
+        tick.gpu_points.push_back({static_cast<std::int32_t>(g), 10, watts, std::nullopt});
+        if (!std::isnan(limit)) {
+          tick.gpu_points.push_back({static_cast<std::int32_t>(g), 11, limit, std::nullopt});
+        }
+      }
       if (link) {
         const auto [width, gen] = link(static_cast<int>(g), t);
         tick.gpu_points.push_back({static_cast<std::int32_t>(g), 6, width, std::nullopt});
@@ -333,6 +352,103 @@ TEST(JudgeUnitTest, CanaryThrottlingWhileTheBaselineStaysCoolerFails) {
   ASSERT_TRUE(r.decided_at.has_value());
   EXPECT_GE(*r.decided_at, static_cast<double>(kT0 + 134));
   EXPECT_LE(*r.decided_at, static_cast<double>(kT0 + 134 + 30));
+}
+
+// Power capping without throttle reasons (nvidia-smi logs, exporters
+// without field 112): the canary nodes restart into the release at +60 s;
+// from +75 s `canary` and `baseline` give each GPU's (power, limit, clock).
+Fleet PowerCapped(const std::function<std::array<double, 3>(std::int64_t)>& canary,
+                  const std::function<std::array<double, 3>(std::int64_t)>& baseline) {
+  Fleet fleet;
+  fleet.reasons_exported = false;
+  fleet.serving = [](int node, std::int64_t t) {
+    return node >= 2 || t < kT0 + 60 || t >= kT0 + 70;
+  };
+  auto at = [=](int gpu, std::int64_t t) {
+    return t < kT0 + 75 ? std::array<double, 3>{560, 700, 1980}
+                        : (gpu < 4 ? canary(t) : baseline(t));
+  };
+  fleet.power = [=](int gpu, std::int64_t t) {
+    const std::array<double, 3> v = at(gpu, t);
+    return std::pair<double, double>{v[0], v[1]};
+  };
+  fleet.clock = [=](int gpu, std::int64_t t) { return at(gpu, t)[2]; };
+  return fleet;
+}
+
+// The facility caps every GPU at 330 W: every GPU sits at the cap, the
+// baseline's clock at 1320 MHz and the canary's 9% lower (GPUs differ in
+// the clock a watt buys). The room's cap, not the release.
+TEST(JudgeUnitTest, FacilityPowerCapWithoutReasonsIsTheFleets) {
+  Fleet fleet = PowerCapped(
+      [](std::int64_t) {
+        return std::array<double, 3>{328, 330, 1200};
+      },
+      [](std::int64_t) {
+        return std::array<double, 3>{328, 330, 1320};
+      });
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_NE(r.verdict, Verdict::kFail);
+  EXPECT_EQ(Find(r, "power_cap", "release"), nullptr);
+  EXPECT_NE(Find(r, "power_cap", "fleet"), nullptr);
+}
+
+// No facility event: the release draws more power and sits at the 700 W
+// limit at 1500 MHz while the baseline runs 560 W at full clock. The
+// release's power cap.
+TEST(JudgeUnitTest, ReleaseHeldAtItsPowerLimitWithoutReasonsFails) {
+  Fleet fleet = PowerCapped(
+      [](std::int64_t) {
+        return std::array<double, 3>{695, 700, 1500};
+      },
+      [](std::int64_t) {
+        return std::array<double, 3>{560, 700, 1980};
+      });
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  EXPECT_NE(Find(r, "power_cap", "release"), nullptr);
+}
+
+// The baseline runs at its 700 W limit at full clock (a power-hungry
+// workload, no cap holding it); the release holds the clock at 1500 MHz at
+// the same power. The release's: the baseline's clock is not held down.
+TEST(JudgeUnitTest, BaselineAtItsLimitAtFullClockExplainsNothing) {
+  Fleet fleet = PowerCapped(
+      [](std::int64_t) {
+        return std::array<double, 3>{695, 700, 1500};
+      },
+      [](std::int64_t) {
+        return std::array<double, 3>{690, 700, 1980};
+      });
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  EXPECT_NE(Find(r, "power_cap", "release"), nullptr);
+}
+
+// Neither reasons, nor the enforced limit, nor the model's name (a
+// dcgm-exporter without modelName): the canary's power sits flat at 685 W
+// (±0.3%) while its clock wanders 1200-1400 MHz with the work, the
+// baseline's power follows its load at full clock. A power controller
+// holding its setpoint: `power_cap`, not a slowdown of unknown reason.
+TEST(JudgeUnitTest, PowerPinnedWithoutLimitOrModelIsThePowerCap) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto wave = [](std::int64_t t, double period) {
+    return std::sin(2 * 3.141592653589793 * static_cast<double>(t) / period);
+  };
+  Fleet fleet = PowerCapped(
+      [=](std::int64_t t) {
+        return std::array<double, 3>{685 + 2 * wave(t, 7), nan, 1300 + 100 * wave(t, 41)};
+      },
+      [=](std::int64_t t) {
+        return std::array<double, 3>{580 + 40 * wave(t, 41), nan, 1980};
+      });
+  for (GpuInfo& g : fleet.gpus) g.model_name.clear();
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  const Cause* cap = Find(r, "power_cap", "release");
+  ASSERT_NE(cap, nullptr);
+  EXPECT_NE(cap->summary.find("held flat at its ceiling"), std::string::npos) << cap->summary;
+  EXPECT_EQ(Find(r, "hw_slowdown", "release"), nullptr);
 }
 
 TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {

@@ -1,12 +1,15 @@
 #include "analysis/judge/rules.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <span>
 #include <utility>
+
+#include "analysis/judge/diagnose.h"
 
 namespace gpucanary::analysis::judge_internal {
 namespace {
@@ -27,11 +30,23 @@ constexpr double kFleetHeatDegrees = 3;
 // canary GPU throttling for heat while the baseline warms is watched this
 // long for the baseline to follow before it is called the release's.
 constexpr double kWarmingDegrees = 5;
-constexpr std::int64_t kHeatWatchSeconds = 30;
+constexpr std::int64_t kFleetWatchSeconds = 30;
 // Throttle reasons that can come from the room rather than the GPU: SW power
 // cap (facility capping), HW slowdown, SW/HW thermal (heat), power brake
 // (a facility's brake signal).
 constexpr std::uint64_t kFleetReasonBits = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+constexpr std::uint64_t kSwPowerCapBit = 0x4;
+// Without reasons, a GPU is taken as power capped at this fraction of its
+// limit (Signature::PowerAtLimit's) with its clock this far below the top
+// clock of its model group (a cap that binds holds the clock down; a
+// workload at its limit at full clock is not capped).
+constexpr double kAtLimit = 0.95;
+constexpr double kHeldClock = 0.97;
+// Power held flat: its standard deviation over the last half minute within
+// this fraction of its mean (a capped H100 holds ±0.3-1%; a GPU following
+// its load swings 5-10%).
+constexpr double kPinnedSpread = 0.015;
+constexpr double kPowerAlpha = 1.0 / 30;
 
 }  // namespace
 
@@ -64,7 +79,29 @@ void HardRules::Run(std::int64_t t) {
 }
 
 void HardRules::TrackFleetReasons(std::int64_t t) {
+  last_t_ = t;
   const std::vector<GpuState>& gpus = fleet_.gpus();
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const GpuState& s = gpus[g];
+    if (s.group < 0) continue;
+    if (const std::optional<double> clock = fleet_.GpuValue(static_cast<int>(g), kClock)) {
+      double& top = group_top_clock_[s.group];
+      top = std::max(top, *clock);
+    }
+    if (limit_fell_.size() < gpus.size()) {
+      limit_fell_.resize(gpus.size());
+      last_limit_.resize(gpus.size());
+    }
+    if (const std::optional<double> limit = fleet_.GpuValue(static_cast<int>(g), kPowerLimit)) {
+      if (last_limit_[g] && *limit < 0.99 * *last_limit_[g]) limit_fell_[g] = t;
+      last_limit_[g] = limit;
+    }
+    if (const std::optional<double> watts = fleet_.GpuValue(static_cast<int>(g), kPower)) {
+      if (gpu_power_.size() < gpus.size()) gpu_power_.resize(gpus.size());
+      gpu_power_[g].Add(*watts);
+      if (s.role == Role::kBaseline) group_base_power_[s.group].Add(*watts);
+    }
+  }
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const GpuState& s = gpus[g];
     if (s.role != Role::kBaseline || s.group < 0) continue;
@@ -75,12 +112,76 @@ void HardRules::TrackFleetReasons(std::int64_t t) {
       slot.second = std::max(slot.second, *temp);
     }
     const std::optional<double> reasons = fleet_.GpuValue(static_cast<int>(g), kReasons);
-    if (!reasons) continue;
-    const std::uint64_t bits = static_cast<std::uint64_t>(*reasons) & kFleetReasonBits;
+    std::uint64_t bits = 0;
+    if (reasons) {
+      bits = static_cast<std::uint64_t>(*reasons) & kFleetReasonBits;
+    } else if (InferredPowerCap(static_cast<int>(g))) {
+      bits = kSwPowerCapBit;
+    }
     for (int b = 0; b < 64; ++b) {
       if ((bits >> b) & 1U) baseline_reason_tick_[s.group][{b, s.node}] = t;
     }
   }
+}
+
+bool HardRules::InferredPowerCap(int gpu) const {
+  const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(gpu)];
+  const std::optional<double> power = fleet_.GpuValue(gpu, kPower);
+  const std::optional<double> clock = fleet_.GpuValue(gpu, kClock);
+  const auto top = group_top_clock_.find(s.group);
+  if (!power || !clock || top == group_top_clock_.end()) return false;
+  std::optional<double> limit = fleet_.GpuValue(gpu, kPowerLimit);
+  if (!limit || !(*limit > 0)) {
+    const std::optional<Catalog>& catalog = fleet_.catalog();
+    if (catalog && static_cast<std::size_t>(gpu) < catalog->gpus->size()) {
+      limit = DefaultPowerLimitW((*catalog->gpus)[static_cast<std::size_t>(gpu)].model_name);
+    }
+  }
+  return limit && *power >= kAtLimit * *limit && *clock <= kHeldClock * top->second;
+}
+
+void HardRules::PowerTrack::Add(double watts) {
+  if (n++ == 0) {
+    mean = watts;
+    return;
+  }
+  const double d = watts - mean;
+  mean += kPowerAlpha * d;
+  var = (1 - kPowerAlpha) * (var + kPowerAlpha * d * d);
+}
+
+bool HardRules::CanaryPowerPinned() const {
+  int with = 0, pinned = 0;
+  for (std::size_t g = 0; g < gpu_power_.size() && g < fleet_.gpus().size(); ++g) {
+    const GpuState& s = fleet_.gpus()[g];
+    const PowerTrack& p = gpu_power_[g];
+    const int gi = static_cast<int>(g);
+    if (s.role != Role::kCanary || p.n < 30 || !fleet_.GpuBusy(gi)) continue;
+    ++with;
+    const auto base = group_base_power_.find(s.group);
+    const auto top = group_top_clock_.find(s.group);
+    const std::optional<double> clock = fleet_.GpuValue(gi, kClock);
+    if (base == group_base_power_.end() || top == group_top_clock_.end() || !clock) continue;
+    if (std::sqrt(p.var) <= kPinnedSpread * p.mean && p.mean >= base->second.mean &&
+        *clock <= kHeldClock * top->second) {
+      ++pinned;
+    }
+  }
+  return with > 0 && 2 * pinned >= with;
+}
+
+bool HardRules::FleetPowerCapped() const {
+  const int bit = std::countr_zero(kSwPowerCapBit);
+  for (const auto& [group, seen] : baseline_reason_tick_) {
+    const auto nodes = baseline_nodes_.find(group);
+    if (nodes == baseline_nodes_.end()) continue;
+    int on = 0;
+    for (auto it = seen.lower_bound({bit, -1}); it != seen.end() && it->first.first == bit; ++it) {
+      if (last_t_ - it->second <= kFleetWindowSeconds) ++on;
+    }
+    if (on >= 2 && 4 * on >= static_cast<int>(nodes->second.size())) return true;
+  }
+  return false;
 }
 
 int HardRules::BaselineNodesAsHot(int group, int node, double temp, std::int64_t t) const {
@@ -120,6 +221,16 @@ bool HardRules::BaselineWarming(int group, int node, std::int64_t t) const {
     if (now && before && *now - *before >= kWarmingDegrees) ++warming;
   }
   return warming >= 2 && 4 * warming >= static_cast<int>(nodes->second.size());
+}
+
+bool HardRules::BaselineMayFollow(const RuleHit& hit, std::int64_t t) const {
+  const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
+  if ((hit.bits & kThermalBits) != 0 && BaselineWarming(s.group, s.node, t)) return true;
+  // A limit lowered under a baseline GPU within the minute: the facility's
+  // (or an operator's) cap reaching its nodes one by one.
+  if (s.role != Role::kBaseline || (hit.bits & kSwPowerCapBit) == 0) return false;
+  const auto g = static_cast<std::size_t>(hit.gpu);
+  return g < limit_fell_.size() && limit_fell_[g] && t - *limit_fell_[g] <= kFleetWindowSeconds;
 }
 
 void HardRules::TrackLinks() {
@@ -319,13 +430,12 @@ void HardRules::OnHit(RuleHit hit, std::int64_t t) {
 // node stands (history, switching, judged) and on the other canary GPUs.
 FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
   const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
-  const bool heat = hit.rule == "throttle" && (hit.bits & kThermalBits) != 0;
   if (s.role == Role::kBaseline) {
-    // The first baseline node a heat event reaches is no more at fault than
-    // a canary node: watched too.
-    if (hit.rule == "throttle" && SeenFleetWide(hit, t)) return FindingScope::kFleet;
-    return heat && BaselineWarming(s.group, s.node, t) ? FindingScope::kHeatWatch
-                                                       : FindingScope::kNode;
+    // The first baseline node a heat event or a facility power cap reaches
+    // is no more at fault than the rest: watched for the others to follow.
+    if (hit.rule != "throttle") return FindingScope::kNode;
+    if (SeenFleetWide(hit, t)) return FindingScope::kFleet;
+    return BaselineMayFollow(hit, t) ? FindingScope::kFleetWatch : FindingScope::kNode;
   }
   GpuRules& r = gpus_[static_cast<std::size_t>(hit.gpu)];
   const Phase phase = fleet_.PhaseOf(s.node, t);
@@ -341,7 +451,10 @@ FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
     return FindingScope::kNode;
   }
   if (hit.rule == "throttle" && SeenFleetWide(hit, t)) return FindingScope::kFleet;
-  if (heat && BaselineWarming(s.group, s.node, t)) return FindingScope::kHeatWatch;
+  if (hit.rule == "throttle" && (hit.bits & kThermalBits) != 0 &&
+      BaselineWarming(s.group, s.node, t)) {
+    return FindingScope::kFleetWatch;
+  }
   // The seed's rule: throttling for more than 3 s on a canary GPU after its
   // release halts the canary, unless the GPU showed it before (above) or the
   // baseline shows it too. No clean sibling or witness excuses it.
@@ -477,7 +590,7 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
     }
     if (f.origin == "rule:throttle" && (f.bits & kThermalBits) != 0 &&
         BaselineWarming(fleet_.gpus()[static_cast<std::size_t>(gpu)].group, node, t)) {
-      f.scope = FindingScope::kHeatWatch;
+      f.scope = FindingScope::kFleetWatch;
       continue;
     }
     const bool halts = f.origin.starts_with("rule:") && HaltsOnCanary(f.origin.substr(5));
@@ -497,7 +610,7 @@ void HardRules::ResolvePending(std::int64_t t, bool at_end) {
   for (MetricFinding& f : findings_) {
     // The switch never came.
     if (at_end && f.scope == FindingScope::kSwitching) f.scope = FindingScope::kNode;
-    if (f.scope == FindingScope::kHeatWatch) ResolveHeatWatch(f, t, at_end);
+    if (f.scope == FindingScope::kFleetWatch) ResolveFleetWatch(f, t, at_end);
     if (f.scope != FindingScope::kPending) continue;
     const int gpu = f.units.front();
     RuleHit probe;
@@ -518,7 +631,7 @@ void HardRules::ResolvePending(std::int64_t t, bool at_end) {
   }
 }
 
-void HardRules::ResolveHeatWatch(MetricFinding& f, std::int64_t t, bool at_end) {
+void HardRules::ResolveFleetWatch(MetricFinding& f, std::int64_t t, bool at_end) {
   const int gpu = f.units.front();
   const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(gpu)];
   RuleHit* hit = HitOf(f);
@@ -530,10 +643,11 @@ void HardRules::ResolveHeatWatch(MetricFinding& f, std::int64_t t, bool at_end) 
     f.scope = FindingScope::kFleet;
     return;
   }
-  if (!at_end && t - f.decided_at < kHeatWatchSeconds && BaselineWarming(s.group, s.node, t)) {
+  const bool baseline = s.role == Role::kBaseline;
+  if (!at_end && t - f.decided_at < kFleetWatchSeconds && BaselineMayFollow(probe, t)) {
     return;  // still watching
   }
-  if (s.role == Role::kBaseline) {
+  if (baseline) {
     f.scope = FindingScope::kNode;
     fleet_.ExcludeGpuAndItsNode(gpu);
     return;

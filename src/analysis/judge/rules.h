@@ -83,6 +83,15 @@ class HardRules {
   // The SW power cap (0x4) held on a canary GPU's window and not on its
   // baseline's.
   bool CanaryPowerCapped() const;
+  // The SW power cap (reported, or inferred without reasons) held within the
+  // last minute on at least two baseline nodes of a model group and on a
+  // quarter of them: a facility power cap, as of the last tick run.
+  bool FleetPowerCapped() const;
+  // Where no limit, model or reasons say it: at least half of the busy
+  // canary GPUs hold their power flat (within kPinnedSpread over the last
+  // half minute) at or above the baseline's, with the clock held below the
+  // group's top. A power controller at its setpoint: the power cap.
+  bool CanaryPowerPinned() const;
 
  private:
   struct GpuRules {
@@ -103,8 +112,13 @@ class HardRules {
   void AddEccHit(const GpuRules& r, int gpu, std::int64_t t);
   void OnHit(RuleHit hit, std::int64_t t);
   FindingScope ScopeOfNewHit(RuleHit& hit, std::int64_t t);
-  // Records which clock-event reasons each baseline node's GPUs hold.
+  // Records which clock-event reasons each baseline node's GPUs hold (the
+  // SW power cap inferred where no reasons are exported).
   void TrackFleetReasons(std::int64_t t);
+  // A GPU that exports no reasons, at its power limit (the enforced one,
+  // else its model's default) with its clock held below its group's top:
+  // the SW power cap, inferred (docs/analysis-method.md).
+  bool InferredPowerCap(int gpu) const;
   // The widest link and, on busy GPUs, the highest generation seen per model
   // group: what a link should be where no max-link field is exported.
   void TrackLinks();
@@ -137,6 +151,20 @@ class HardRules {
   std::map<int, std::map<std::pair<int, int>, std::int64_t>> baseline_reason_tick_;
   std::map<int, std::set<int>> baseline_nodes_;
   std::map<int, double> group_best_width_, group_best_gen_;
+  std::map<int, double> group_top_clock_;  // the highest SM clock seen per group
+  // Exponentially weighted (half a minute) power per GPU and baseline power
+  // per group: mean and variance.
+  struct PowerTrack {
+    double mean = 0, var = 0;
+    std::int64_t n = 0;
+    void Add(double watts);
+  };
+  std::vector<PowerTrack> gpu_power_;
+  // Per GPU: its last enforced limit, and the last tick it fell.
+  std::vector<std::optional<double>> last_limit_;
+  std::vector<std::optional<std::int64_t>> limit_fell_;
+  std::map<int, PowerTrack> group_base_power_;
+  std::int64_t last_t_ = 0;
   // Per baseline node: its hottest GPU's temperature at each of the last
   // kTempRing ticks (tick, degrees), for heat events seen before the
   // baseline throttles.
@@ -149,10 +177,14 @@ class HardRules {
   // on two nodes and a quarter of them, the hottest GPU kWarmingDegrees
   // warmer now than 15 to 60 s ago.
   bool BaselineWarming(int group, int node, std::int64_t t) const;
-  // A thermal throttle hit while the (rest of the) baseline warms: the
-  // room's if the baseline follows within kHeatWatchSeconds, else scoped as
-  // any other (the node's on a baseline GPU, the release's on a canary's).
-  void ResolveHeatWatch(MetricFinding& f, std::int64_t t, bool at_end);
+  // Whether the rest of the baseline may follow a throttle hit: thermal
+  // while the baseline warms, or on a baseline GPU the SW power cap under a
+  // limit lowered within the minute.
+  bool BaselineMayFollow(const RuleHit& hit, std::int64_t t) const;
+  // A throttle hit the rest of the baseline may follow: the room's if the
+  // baseline follows within kFleetWatchSeconds, else scoped as any other
+  // (the node's on a baseline GPU, the release's on a canary's).
+  void ResolveFleetWatch(MetricFinding& f, std::int64_t t, bool at_end);
 };
 
 }  // namespace gpucanary::analysis::judge_internal

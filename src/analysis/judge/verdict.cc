@@ -115,10 +115,14 @@ bool VerdictTracker::ExplainedByFleetEvent(vocab::CauseKind kind) const {
            k == CauseKind::kPowerCap || k == CauseKind::kPowerBrake;
   };
   if (!clock_kind(kind)) return false;
+  // A facility power cap without throttle reasons leaves no rule finding:
+  // the rules infer it from the baseline's power at its limit.
   const bool fleet_event =
-      std::any_of(findings_.begin(), findings_.end(), [&](const MetricFinding& f) {
-        return f.scope == FindingScope::kFleet && f.measure < 0 && clock_kind(f.kind);
-      });
+      std::any_of(findings_.begin(), findings_.end(),
+                  [&](const MetricFinding& f) {
+                    return f.scope == FindingScope::kFleet && f.measure < 0 && clock_kind(f.kind);
+                  }) ||
+      (kind == CauseKind::kPowerCap && rules_.FleetPowerCapped());
   if (!fleet_event) return false;
   const Signature s = CurrentSignature();
   if (s.temp_c - s.temp_baseline_c > 3) return false;
@@ -315,6 +319,9 @@ Signature VerdictTracker::CurrentSignature() const {
       model_limit = DefaultPowerLimitW((*catalog->gpus)[g].model_name);
     }
   }
+  // No reasons to say it: a canary power held flat at its ceiling is the
+  // power cap too, where no limit or model tells the ceiling.
+  if (!s.reasons_reported && rules_.CanaryPowerPinned()) s.power_capped = true;
   s.power_limit_w = kNaN;
   if (with_limit > 0) {
     s.power_limit_w = limit / with_limit;
