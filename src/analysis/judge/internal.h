@@ -121,9 +121,9 @@ struct Measure {
   int gpu_slot = -1;    // kGpuGauge/kGpuRate/kGpuCount: slot index in the fleet's GPU values
   int node_slot = -1;   // kNodeRate/kNodeGauge: node slot; kNodeMean: the _sum slot
   int node_slot2 = -1;  // kNodeMean: the _count slot
-  // per_token_latency (kNodeMean) and generated_tokens (kNodeRate): the node
-  // slot of the running batch, read to compare them at equal load (LoadFit);
-  // -1: compared as read.
+  // per_token_latency (kNodeMean), generated_tokens (kNodeRate) and
+  // tokens_per_dram_active (kDramEff): the node slot of the running batch,
+  // read to compare them at equal load (LoadFit); -1: compared as read.
   int load_slot = -1;
   // kNodeTail: the histogram families (one per server for a measure) and
   // the catalog indices of those seen so far.

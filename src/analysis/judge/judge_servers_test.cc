@@ -51,6 +51,8 @@ class ServerFleet {
         vocab::FindServiceMetric(server, ServiceMeasure::kRunningRequests);
     metrics_.push_back({"DCGM_FI_DEV_SM_CLOCK", MetricKind::kGauge});
     metrics_.push_back({"DCGM_FI_DEV_XID_ERRORS", MetricKind::kGauge});
+    metrics_.push_back({"DCGM_FI_PROF_DRAM_ACTIVE", MetricKind::kGauge});
+    metrics_.push_back({"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", MetricKind::kGauge});
     tokens_ = Metric(std::string(tokens->metric), MetricKind::kCounter);
     latency_scale_ = latency->scale;
     per_request_ = server == Server::kTgi;  // one observation per request: its mean
@@ -87,6 +89,11 @@ class ServerFleet {
   // The token counter's value on a node at second s (its increase is the
   // tokens generated that second); a restart makes it fall.
   std::function<double(int, std::int64_t)> tokens_value = [](int, std::int64_t) { return 1e6; };
+  // DRAM activity of a node's GPUs at a load (NaN: not exported; the
+  // tensor pipe is exported with it, at half of it).
+  std::function<double(int, double)> dram_active = [](int, double) {
+    return std::numeric_limits<double>::quiet_NaN();
+  };
   // The last XID on a GPU at second s (0: none).
   std::function<int(int, std::int64_t)> xid = [](int, std::int64_t) { return 0; };
 
@@ -101,6 +108,13 @@ class ServerFleet {
       if (code > 0) {
         tick.gpu_points.push_back(
             {static_cast<std::int32_t>(g), 1, static_cast<double>(code), std::nullopt});
+      }
+      const int node = gpus_[g].node;
+      const double dram = dram_active(node, load(node, t));
+      if (!std::isnan(dram)) {
+        const double d = dram * (1 + 0.01 * noise(rng_));
+        tick.gpu_points.push_back({static_cast<std::int32_t>(g), 2, d, std::nullopt});
+        tick.gpu_points.push_back({static_cast<std::int32_t>(g), 3, d / 2, std::nullopt});
       }
       tick.gpus.push_back(static_cast<std::int32_t>(g));
     }
@@ -285,6 +299,9 @@ ServerFleet ThroughputFleet(double canary_load, double canary_step_factor) {
   fleet.tokens_per_gpu = [canary_step_factor](int node, double x) {
     return x / (StepLatency(x) * (node < 2 ? canary_step_factor : 1.0));
   };
+  // A step streams the weights (a fixed DRAM time) and each sequence's KV
+  // cache: DRAM activity grows far slower than the tokens with the batch.
+  fleet.dram_active = [](int, double x) { return 0.5 + 0.002 * x; };
   return fleet;
 }
 
@@ -298,6 +315,12 @@ TEST(JudgeLoadTest, CanaryOfferedLessTrafficIsNotSlower) {
   EXPECT_EQ(r.verdict, Verdict::kPass);
   EXPECT_TRUE(HasNote(r, "generated_tokens: compared at equal load: the canary ran 28"));
   EXPECT_TRUE(HasNote(r, "tokens/s per GPU"));
+  // Tokens per DRAM-active second follow the batch too (-15% as read).
+  const MetricResult* per_dram = FindMetric(r, "tokens_per_dram_active");
+  ASSERT_NE(per_dram, nullptr);
+  EXPECT_NEAR(per_dram->change, 0.0, 0.02);
+  EXPECT_EQ(per_dram->result, "pass");
+  EXPECT_TRUE(HasNote(r, "tokens per DRAM-active second (")) << r.notes.size();
 }
 
 // At the same lower load, a release 10% slower per step generates ~9% fewer

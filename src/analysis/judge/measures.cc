@@ -252,6 +252,10 @@ void Measures::Build(Fleet& fleet) {
     m.margin = policy_.rules.dram_efficiency_max_drop;
     m.alpha_whole = alpha_metric / 2;
     m.alpha_unit = alpha_metric / 2;
+    // Tokens per DRAM-active second grow with the batch (a step streams the
+    // weights once for all its sequences): read at equal load where the
+    // servers report their running batch.
+    m.load_slot = LoadSlot(fleet);
     measures_.push_back(std::move(m));
   }
   for (int s : {kClock, kSmActive, kOccupancy, kTensor, kDram, kPower, kTemp, kPcieRx}) {
@@ -443,8 +447,9 @@ Measures::TickPools Measures::PoolGpus(const Measure& ms, std::int64_t t) {
 Measures::TickPools Measures::PoolNodes(std::size_t m, std::int64_t t) {
   const Measure& ms = measures_[m];
   RatioPool judged, history, baseline;
-  const bool at_load =
-      (ms.kind == MeasureKind::kNodeMean || ms.kind == MeasureKind::kNodeRate) && ms.load_slot >= 0;
+  const bool at_load = (ms.kind == MeasureKind::kNodeMean || ms.kind == MeasureKind::kNodeRate ||
+                        ms.kind == MeasureKind::kDramEff) &&
+                       ms.load_slot >= 0;
   if (at_load) FitLoad(m);
   LoadFit& fit = load_fits_[m];
   RatioPool raw_judged, raw_baseline;

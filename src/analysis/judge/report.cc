@@ -485,8 +485,9 @@ void ReportWriter::AddNotes(Report& report) const {
 }
 
 // A measure read at equal load says so, with the loads and the baseline's
-// line it was read on: one note for the per-token latency and one for the
-// tokens/s (the policy's measure, else the diagnostic of the same data).
+// line it was read on: one note per kind (per-token latency, tokens/s,
+// tokens per DRAM activity; the policy's measure, else the diagnostic of
+// the same data).
 void ReportWriter::AddLoadNote(Report& report) const {
   std::set<MeasureKind> noted;
   for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {
@@ -494,7 +495,9 @@ void ReportWriter::AddLoadNote(Report& report) const {
     const std::optional<double> canary = fit.canary_load();
     const Measure& ms = in_.measures.list()[m];
     if (!fit.active() || !canary || !noted.insert(ms.kind).second) continue;
-    const bool tokens = ms.kind == MeasureKind::kNodeRate;
+    const char* unit = ms.kind == MeasureKind::kNodeRate  ? "tokens/s per GPU"
+                       : ms.kind == MeasureKind::kDramEff ? "tokens per DRAM-active second"
+                                                          : nullptr;
     const double base = fit.reference();
     char buf[400];
     std::snprintf(buf, sizeof buf,
@@ -503,11 +506,11 @@ void ReportWriter::AddLoadNote(Report& report) const {
                   ms.name.c_str(), *canary, base, *canary / base);
     std::string note = buf;
     if (const std::optional<double> slope = fit.slope()) {
-      if (tokens) {
+      if (unit != nullptr) {
         std::snprintf(buf, sizeof buf,
-                      "; on the baseline each request per GPU adds %.3g tokens/s per GPU to a "
-                      "mean %.4g tokens/s per GPU (%lld node-seconds)",
-                      *slope, fit.mean(), static_cast<long long>(fit.seconds()));
+                      "; on the baseline each request per GPU adds %.3g %s to a mean %.4g %s (%lld "
+                      "node-seconds)",
+                      *slope, unit, fit.mean(), unit, static_cast<long long>(fit.seconds()));
       } else {
         std::snprintf(buf, sizeof buf,
                       "; on the baseline each request per GPU adds %.3g ms to a mean %.3g ms "
