@@ -195,9 +195,10 @@ int Fleet::RestartsSince(int node, std::int64_t from) const {
 }
 
 // A canary node starts serving the release when its model server comes back
-// from the deploy's restart: its service series vanish for a while (or its
-// token counter restarts from 0). Without service series, or when no restart
-// is seen within the grace period, the release starts at --release-start.
+// from the deploy's restart: its service series vanish for a while and come
+// back with the token counter restarted from 0 (a counter that runs on
+// after a gap was lost scrapes), or the counter falls without a gap. Without service series, or
+// when no restart is seen within the grace period, the release starts at --release-start.
 bool Fleet::UpdateSwitch(int node, std::int64_t t) {
   const auto i = static_cast<std::size_t>(node);
   const std::int64_t start = *time_.release_start;
@@ -219,7 +220,12 @@ bool Fleet::UpdateSwitch(int node, std::int64_t t) {
     n.gap_seen = true;
     return false;
   }
-  if (n.gap_seen || (tokens && !std::isnan(n.last_tokens) && *tokens < n.last_tokens)) {
+  // Back after a gap: a restarted server's counter starts again from 0; one
+  // that runs on from where it was lost scrapes, not a restart.
+  const bool fell = tokens && !std::isnan(n.last_tokens) && *tokens < n.last_tokens;
+  const bool ran_on = tokens && !std::isnan(n.last_tokens) && !fell;
+  if (n.gap_seen && ran_on) n.gap_seen = false;
+  if (n.gap_seen || fell) {
     n.since = t;
     return true;
   }

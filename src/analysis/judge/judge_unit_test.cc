@@ -54,6 +54,12 @@ struct Fleet {
   std::function<std::pair<double, double>(int, std::int64_t)> power;
   std::function<double(int, std::int64_t)> clock;
   bool reasons_exported = true;
+  // Each node's token counter; a node not serving restarts (its counter
+  // starts again from 0 when it is back), unless `hot_reload` (the gaps are
+  // lost scrapes).
+  std::vector<double> counters;
+  std::vector<bool> down;
+  bool hot_reload = false;
   // (node, tick) -> serving? ; (gpu, tick) -> reasons ; (node) -> TPOT factor
   std::function<bool(int, std::int64_t)> serving = [](int, std::int64_t) { return true; };
   std::function<std::uint64_t(int, std::int64_t)> reasons = [](int, std::int64_t) { return 0; };
@@ -101,11 +107,19 @@ struct Fleet {
       }
       tick.gpus.push_back(static_cast<std::int32_t>(g));
     }
+    counters.resize(nodes.size(), 1e6);
+    down.resize(nodes.size(), false);
     for (std::size_t n = 0; n < nodes.size(); ++n) {
-      if (!serving(static_cast<int>(n), t)) continue;
+      if (!serving(static_cast<int>(n), t)) {
+        down[n] = true;  // the server restarts: its counter starts again from 0
+        continue;
+      }
+      if (down[n] && !hot_reload) counters[n] = 0;
+      down[n] = false;
       const double tokens = 2000 * (1 + 0.05 * noise(rng));
+      counters[n] += tokens;
       const double tpot = 0.016 * tpot_factor(static_cast<int>(n), t) * (1 + 0.01 * noise(rng));
-      tick.node_points.push_back({static_cast<std::int32_t>(n), 2, 1e6, tokens});
+      tick.node_points.push_back({static_cast<std::int32_t>(n), 2, counters[n], tokens});
       tick.node_points.push_back({static_cast<std::int32_t>(n), 3, 1e3, tokens * tpot});
       tick.node_points.push_back({static_cast<std::int32_t>(n), 4, 1e6, tokens});
       std::poisson_distribution<int> errors(error_rate(static_cast<int>(n), t) * tokens / 1000);
@@ -352,6 +366,72 @@ TEST(JudgeUnitTest, CanaryThrottlingWhileTheBaselineStaysCoolerFails) {
   ASSERT_TRUE(r.decided_at.has_value());
   EXPECT_GE(*r.decided_at, static_cast<double>(kT0 + 134));
   EXPECT_LE(*r.decided_at, static_cast<double>(kT0 + 134 + 30));
+}
+
+// A release deployed without a restart (a hot reload: the token counters
+// run on) brakes every canary GPU from its first second; 40 s later two
+// scrapes of canary-0's server are lost. A lost scrape is no restart (the
+// counter comes back where it was): the brake is the release's, not
+// "already there before" a switch the judge would date to the lost scrapes.
+TEST(JudgeUnitTest, LostScrapesAfterAHotReloadAreNoRestart) {
+  Fleet fleet;
+  const std::int64_t start = kT0 + 60;
+  fleet.hot_reload = true;
+  fleet.serving = [=](int node, std::int64_t t) {
+    return node != 0 || t < start + 40 || t >= start + 42;
+  };
+  fleet.reasons = [=](int gpu, std::int64_t t) -> std::uint64_t {
+    return gpu < 4 && t >= start ? 0x80 : 0;
+  };
+  const Report r = JudgeFleet(fleet, start, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  const Cause* c = Find(r, "power_brake", "release");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->gpus.size(), 4U);
+}
+
+// A canary GPU that overheats from before the release (its node lost
+// airflow), under a hot reload: its streak breaks for 5 s after the release
+// start and comes back. Both streaks are the node's (the second is a kind
+// the GPU showed before the release), not the release's.
+TEST(JudgeUnitTest, AStreakBackAfterTheReleaseOfAKindSeenBeforeIsTheNodes) {
+  Fleet fleet;
+  const std::int64_t start = kT0 + 60;
+  fleet.hot_reload = true;
+  fleet.reasons = [=](int gpu, std::int64_t t) -> std::uint64_t {
+    return gpu == 0 && (t < start + 20 || t >= start + 25) ? 0x20 : 0;
+  };
+  fleet.temp = [](int gpu, std::int64_t) { return gpu == 0 ? 86.0 : 50.0; };
+  const Report r = JudgeFleet(fleet, start, 400);
+  EXPECT_NE(r.verdict, Verdict::kFail);
+  EXPECT_EQ(Find(r, "thermal_throttle", "release"), nullptr);
+  EXPECT_NE(Find(r, "thermal_throttle", "node"), nullptr);
+}
+
+// One canary GPU in HW thermal slowdown with HW slowdown (0x48, clock
+// halved) for 8 s at 45 C, the baseline at 48 C: no room is hot at 45 C
+// (the slowdown thresholds are near 87 C), so a baseline "as hot" explains
+// nothing: the release's.
+TEST(JudgeUnitTest, ThermalReasonsOnACoolGpuAreNotTheRooms) {
+  Fleet fleet;
+  fleet.serving = [](int node, std::int64_t t) {
+    return node >= 2 || t < kT0 + 60 || t >= kT0 + 70;
+  };
+  auto slowed = [](int gpu, std::int64_t t) { return gpu == 1 && t >= kT0 + 140 && t < kT0 + 148; };
+  fleet.reasons = [=](int gpu, std::int64_t t) -> std::uint64_t {
+    return slowed(gpu, t) ? 0x48 : 0;
+  };
+  fleet.clock = [=](int gpu, std::int64_t t) { return slowed(gpu, t) ? 950.0 : 1980.0; };
+  fleet.temp = [](int gpu, std::int64_t) { return gpu < 4 ? 45.0 : 48.0; };
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  EXPECT_EQ(Find(r, "thermal_throttle", "fleet"), nullptr);
+  EXPECT_EQ(Find(r, "hw_slowdown", "fleet"), nullptr);
+  // Nor is it heat at all: a HW slowdown signal on a cool GPU.
+  EXPECT_EQ(Find(r, "thermal_throttle", "release"), nullptr);
+  const Cause* c = Find(r, "hw_slowdown", "release");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->summary.find("at 45 C"), std::string::npos) << c->summary;
 }
 
 // Power capping without throttle reasons (nvidia-smi logs, exporters

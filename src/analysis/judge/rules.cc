@@ -24,6 +24,12 @@ constexpr std::uint64_t kThermalBits = 0x20 | 0x40;
 // A canary GPU throttling for heat within this of the baseline's hottest
 // GPUs is as hot as its peers: the room, not the release.
 constexpr double kFleetHeatDegrees = 3;
+// Thermal reasons on a GPU cooler than this are no room's heat (the
+// slowdown thresholds sit near 87 C and a heat event brings the GPUs to
+// them; the hot spot runs 10-20 C above the reported temperature, and a
+// GPU back from a restart reheats with the flag set at 66-70 C): a sensor,
+// a HW fault or the release, whatever the baseline's temperature.
+constexpr double kRoomHeatMinC = 60;
 // A room warming: the baseline's hottest GPUs this much warmer than 15 to
 // 60 s before. A heat event reaches the warmer racks first (a canary rack 2 C
 // warmer throttles seconds to tens of seconds before the baseline), so a
@@ -225,7 +231,9 @@ bool HardRules::BaselineWarming(int group, int node, std::int64_t t) const {
 
 bool HardRules::BaselineMayFollow(const RuleHit& hit, std::int64_t t) const {
   const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
-  if ((hit.bits & kThermalBits) != 0 && BaselineWarming(s.group, s.node, t)) return true;
+  const std::optional<double> temp = fleet_.GpuValue(hit.gpu, kTemp);
+  const bool hot = !temp || *temp >= kRoomHeatMinC;
+  if ((hit.bits & kThermalBits) != 0 && hot && BaselineWarming(s.group, s.node, t)) return true;
   // A limit lowered under a baseline GPU within the minute: the facility's
   // (or an operator's) cap reaching its nodes one by one.
   if (s.role != Role::kBaseline || (hit.bits & kSwPowerCapBit) == 0) return false;
@@ -261,7 +269,9 @@ bool HardRules::SeenFleetWide(const RuleHit& hit, std::int64_t t) const {
   // Heat: the baseline as hot as this GPU explains its thermal reasons (and
   // the HW slowdown that comes with them), throttling or not yet.
   if ((bits & kThermalBits) != 0) {
-    if (const std::optional<double> temp = fleet_.GpuValue(hit.gpu, kTemp)) {
+    const std::optional<double> temp = fleet_.GpuValue(hit.gpu, kTemp);
+    if (temp && *temp < kRoomHeatMinC) return false;
+    if (temp) {
       const int hot = BaselineNodesAsHot(hs.group, hs.node, *temp, t);
       const auto total_it = baseline_nodes_.find(hs.group);
       const int total =
@@ -350,9 +360,20 @@ void HardRules::AddThrottleHit(const GpuRules& r, int gpu, std::int64_t t) {
   hit.onset = r.throttle->streak().streak_start();
   hit.fired = t;
   hit.critical = policy_.rules.throttle.critical;
-  char buf[48];
+  char buf[160];
   std::snprintf(buf, sizeof buf, "reasons 0x%llx", static_cast<unsigned long long>(hit.bits));
   hit.detail = buf;
+  // HW slowdown with thermal reasons on a GPU far below the slowdown
+  // thresholds is no heat: a HW slowdown signal (a sensor, the board, an
+  // external input).
+  if (const std::optional<double> temp = fleet_.GpuValue(gpu, kTemp);
+      hit.kind == vocab::CauseKind::kThermalThrottle && (hit.bits & 0x8U) != 0 && temp &&
+      *temp < kRoomHeatMinC) {
+    hit.kind = vocab::CauseKind::kHwSlowdown;
+    std::snprintf(buf, sizeof buf,
+                  "; thermal slowdown asserted at %.0f C, far below its thresholds", *temp);
+    hit.detail += buf;
+  }
   pending_hits_.push_back(std::move(hit));
 }
 
@@ -451,8 +472,7 @@ FindingScope HardRules::ScopeOfNewHit(RuleHit& hit, std::int64_t t) {
     return FindingScope::kNode;
   }
   if (hit.rule == "throttle" && SeenFleetWide(hit, t)) return FindingScope::kFleet;
-  if (hit.rule == "throttle" && (hit.bits & kThermalBits) != 0 &&
-      BaselineWarming(s.group, s.node, t)) {
+  if (hit.rule == "throttle" && (hit.bits & kThermalBits) != 0 && BaselineMayFollow(hit, t)) {
     return FindingScope::kFleetWatch;
   }
   // The seed's rule: throttling for more than 3 s on a canary GPU after its
@@ -559,6 +579,16 @@ RuleHit* HardRules::HitOf(const MetricFinding& f) {
 // old release) or the release's (after).
 void HardRules::ResolveSwitching(int node, std::int64_t t) {
   const std::int64_t since = *fleet_.nodes()[static_cast<std::size_t>(node)].since;
+  // Two passes: the findings from before the switch first, so that a later
+  // streak of a kind the GPU already showed before the release is its own
+  // (as for a hit after the switch), whatever order they were found in.
+  for (const bool before : {true, false}) {
+    ResolveSwitchingPass(node, since, t, before);
+  }
+}
+
+void HardRules::ResolveSwitchingPass(int node, std::int64_t since, std::int64_t t,
+                                     bool before_only) {
   for (MetricFinding& f : findings_) {
     if (f.scope != FindingScope::kSwitching) continue;
     const int gpu = f.units.front();
@@ -572,7 +602,9 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
     // a GPU fault that crashes the server is the restart the switch reads
     // (an XID 56 s after the release was called the node's own history).
     const bool deploy_xid = f.origin == "rule:xid" && release && f.since >= *release;
-    if (f.since < since && !deploy_retrain && !deploy_xid) {
+    const bool history = f.since < since && !deploy_retrain && !deploy_xid;
+    if (before_only != history) continue;
+    if (history || gpus_[static_cast<std::size_t>(gpu)].history_kinds.count(f.kind) != 0) {
       f.scope = FindingScope::kNode;
       f.history = true;
       if (hit != nullptr) hit->history = true;
@@ -589,7 +621,7 @@ void HardRules::ResolveSwitching(int node, std::int64_t t) {
       continue;
     }
     if (f.origin == "rule:throttle" && (f.bits & kThermalBits) != 0 &&
-        BaselineWarming(fleet_.gpus()[static_cast<std::size_t>(gpu)].group, node, t)) {
+        BaselineMayFollow(probe, t)) {
       f.scope = FindingScope::kFleetWatch;
       continue;
     }

@@ -185,6 +185,9 @@ class HardRules {
   // baseline follows within kFleetWatchSeconds, else scoped as any other
   // (the node's on a baseline GPU, the release's on a canary's).
   void ResolveFleetWatch(MetricFinding& f, std::int64_t t, bool at_end);
+  // One pass of ResolveSwitching: the node's findings from before its
+  // switch (`before_only`), or the others.
+  void ResolveSwitchingPass(int node, std::int64_t since, std::int64_t t, bool before_only);
 };
 
 }  // namespace gpucanary::analysis::judge_internal
