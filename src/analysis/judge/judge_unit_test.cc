@@ -432,6 +432,12 @@ TEST(JudgeUnitTest, ThermalReasonsOnACoolGpuAreNotTheRooms) {
   const Cause* c = Find(r, "hw_slowdown", "release");
   ASSERT_NE(c, nullptr);
   EXPECT_NE(c->summary.find("at 45 C"), std::string::npos) << c->summary;
+  // The evidence is the throttled seconds': the clock halved for 8 s, not
+  // its mean over the rest of the recording.
+  ASSERT_FALSE(c->evidence.empty());
+  EXPECT_EQ(c->evidence[0].metric, "DCGM_FI_DEV_SM_CLOCK");
+  EXPECT_NEAR(c->evidence[0].canary, 950, 15) << c->summary;
+  EXPECT_NE(c->summary.find("for 8 s"), std::string::npos) << c->summary;
 }
 
 // Power capping without throttle reasons (nvidia-smi logs, exporters

@@ -718,7 +718,10 @@ void HardRules::UpdateWindows(std::int64_t t) {
       w.open = true;
       w.start = t;
     }
-    if (!fleet_.gpu_has_data(g)) continue;
+    // After its hit the window stays open for later streaks, but only the
+    // streaks' seconds are its evidence (an 8-s halving read as the clock
+    // over the next 4 minutes was "1948 MHz for 260 s").
+    if (!streak || !fleet_.gpu_has_data(g)) continue;
     w.last = t;
     const int group = fleet_.gpus()[g].group;
     for (std::size_t k = 0; k < kFixedGpuSlots; ++k) {
