@@ -197,8 +197,9 @@ int Fleet::RestartsSince(int node, std::int64_t from) const {
 // A canary node starts serving the release when its model server comes back
 // from the deploy's restart: its service series vanish for a while and come
 // back with the token counter restarted from 0 (a counter that runs on
-// after a gap was lost scrapes), or the counter falls without a gap. Without service series, or
-// when no restart is seen within the grace period, the release starts at --release-start.
+// after a gap was lost scrapes), or the counter falls without a gap.
+// Without service series, or when no restart is seen within the grace
+// period, the release starts at --release-start.
 bool Fleet::UpdateSwitch(int node, std::int64_t t) {
   const auto i = static_cast<std::size_t>(node);
   const std::int64_t start = *time_.release_start;
@@ -222,9 +223,9 @@ bool Fleet::UpdateSwitch(int node, std::int64_t t) {
   }
   // Back after a gap: a restarted server's counter starts again from 0; one
   // that runs on from where it was lost scrapes, not a restart.
-  const bool fell = tokens && !std::isnan(n.last_tokens) && *tokens < n.last_tokens;
-  const bool ran_on = tokens && !std::isnan(n.last_tokens) && !fell;
-  if (n.gap_seen && ran_on) n.gap_seen = false;
+  const bool known = tokens && !std::isnan(n.last_tokens);
+  const bool fell = known && *tokens < n.last_tokens;
+  if (n.gap_seen && known && !fell) n.gap_seen = false;
   if (n.gap_seen || fell) {
     n.since = t;
     return true;

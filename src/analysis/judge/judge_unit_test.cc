@@ -311,16 +311,18 @@ TEST(JudgeUnitTest, ServiceErrorsAreARatePerToken) {
   EXPECT_NEAR(bad.metrics[1].baseline * 1000, 1.0, 0.1);  // errors per 1,000 tokens
 }
 
+// The canary nodes restart into the release at +60 s, serving from +70 s.
+bool RestartIntoTheReleaseAt60(int node, std::int64_t t) {
+  return node >= 2 || t < kT0 + 60 || t >= kT0 + 70;
+}
+
 // A heat event (docs/analysis-method.md, "Fleet-wide events"): from +100 s
 // the canary GPUs warm `canary_rate` C a second from 55 C and hold at 86 C
 // with SW thermal slowdown (0x20); the baseline's warm `baseline_rate` C a
 // second up to `baseline_to`.
 Fleet Warming(double canary_rate, double baseline_rate, double baseline_to) {
   Fleet fleet;
-  // The canary nodes restart into the release at +60 s, serving from +70 s.
-  fleet.serving = [](int node, std::int64_t t) {
-    return node >= 2 || t < kT0 + 60 || t >= kT0 + 70;
-  };
+  fleet.serving = RestartIntoTheReleaseAt60;
   auto degrees = [=](int gpu, std::int64_t t) {
     const auto dt = static_cast<double>(std::max<std::int64_t>(t - kT0 - 100, 0));
     return gpu < 4 ? std::min(55 + canary_rate * dt, 86.0)
@@ -414,9 +416,7 @@ TEST(JudgeUnitTest, AStreakBackAfterTheReleaseOfAKindSeenBeforeIsTheNodes) {
 // nothing: the release's.
 TEST(JudgeUnitTest, ThermalReasonsOnACoolGpuAreNotTheRooms) {
   Fleet fleet;
-  fleet.serving = [](int node, std::int64_t t) {
-    return node >= 2 || t < kT0 + 60 || t >= kT0 + 70;
-  };
+  fleet.serving = RestartIntoTheReleaseAt60;
   auto slowed = [](int gpu, std::int64_t t) { return gpu == 1 && t >= kT0 + 140 && t < kT0 + 148; };
   fleet.reasons = [=](int gpu, std::int64_t t) -> std::uint64_t {
     return slowed(gpu, t) ? 0x48 : 0;
@@ -447,9 +447,7 @@ Fleet PowerCapped(const std::function<std::array<double, 3>(std::int64_t)>& cana
                   const std::function<std::array<double, 3>(std::int64_t)>& baseline) {
   Fleet fleet;
   fleet.reasons_exported = false;
-  fleet.serving = [](int node, std::int64_t t) {
-    return node >= 2 || t < kT0 + 60 || t >= kT0 + 70;
-  };
+  fleet.serving = RestartIntoTheReleaseAt60;
   auto at = [=](int gpu, std::int64_t t) {
     return t < kT0 + 75 ? std::array<double, 3>{560, 700, 1980}
                         : (gpu < 4 ? canary(t) : baseline(t));

@@ -495,9 +495,13 @@ void ReportWriter::AddLoadNote(Report& report) const {
     const std::optional<double> canary = fit.canary_load();
     const Measure& ms = in_.measures.list()[m];
     if (!fit.active() || !canary || !noted.insert(ms.kind).second) continue;
+    // The fit's units: latency in s (shown in ms), or the measure's own.
+    const bool latency = ms.kind != MeasureKind::kNodeRate && ms.kind != MeasureKind::kDramEff;
     const char* unit = ms.kind == MeasureKind::kNodeRate  ? "tokens/s per GPU"
                        : ms.kind == MeasureKind::kDramEff ? "tokens per DRAM-active second"
-                                                          : nullptr;
+                                                          : "ms";
+    const double scale = latency ? 1e3 : 1;
+    const int mean_digits = latency ? 3 : 4;
     const double base = fit.reference();
     char buf[400];
     std::snprintf(buf, sizeof buf,
@@ -506,17 +510,11 @@ void ReportWriter::AddLoadNote(Report& report) const {
                   ms.name.c_str(), *canary, base, *canary / base);
     std::string note = buf;
     if (const std::optional<double> slope = fit.slope()) {
-      if (unit != nullptr) {
-        std::snprintf(buf, sizeof buf,
-                      "; on the baseline each request per GPU adds %.3g %s to a mean %.4g %s (%lld "
-                      "node-seconds)",
-                      *slope, unit, fit.mean(), unit, static_cast<long long>(fit.seconds()));
-      } else {
-        std::snprintf(buf, sizeof buf,
-                      "; on the baseline each request per GPU adds %.3g ms to a mean %.3g ms "
-                      "(%lld node-seconds)",
-                      1e3 * *slope, 1e3 * fit.mean(), static_cast<long long>(fit.seconds()));
-      }
+      std::snprintf(buf, sizeof buf,
+                    "; on the baseline each request per GPU adds %.3g %s to a mean %.*g %s (%lld "
+                    "node-seconds)",
+                    scale * *slope, unit, mean_digits, scale * fit.mean(), unit,
+                    static_cast<long long>(fit.seconds()));
       note += buf;
     }
     const std::int64_t skipped = fit.canary_seconds() - fit.canary_compared();

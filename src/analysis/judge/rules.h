@@ -137,6 +137,16 @@ class HardRules {
   bool CleanWitnessElsewhere(const RuleHit& hit, const std::set<int>& affected_gpus,
                              std::int64_t t) const;
   RuleHit* HitOf(const MetricFinding& f);
+  // The hit a finding came from (its rule hit where known) with the
+  // finding's GPU, kind and bits: what the scoping tests read.
+  static RuleHit ProbeOf(const MetricFinding& f, const RuleHit* hit);
+  // A canary finding nothing explains: the release's where its rule halts
+  // the canary, else as the spread, witness and sibling tests say.
+  void ScopeOnTheCanary(MetricFinding& f, const RuleHit& probe, std::int64_t t);
+  // Baseline nodes (not `except_node`) of a group's `seen` map that held
+  // reason `bit` within its window (five minutes for heat, else one).
+  static int NodesHolding(const std::map<std::pair<int, int>, std::int64_t>& seen, int bit,
+                          std::int64_t t, int except_node);
 
   const Policy& policy_;
   Fleet& fleet_;
