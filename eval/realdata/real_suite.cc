@@ -63,40 +63,57 @@ std::vector<RealCase> RealCases() {
   const std::string a100r = "a100pcie250w_fp16gemm_random.csv";
   const std::string a100m = "a100pcie250w_fp16gemm_maxpower.csv";
   std::vector<RealCase> cases;
-  const auto gemm = [&](std::string name, std::string what, Expect expect, const std::string& base,
-                        const std::string& canary, std::string_view model) {
-    cases.push_back({std::move(name),
-                     std::move(what),
-                     expect,
-                     expect == Expect::kFail ? "power_cap" : "",
-                     {Smi(base, model)},
-                     {Smi(canary, model)},
-                     0});
+  struct Gemm {
+    const char* name;
+    const char* what;
+    Expect expect;
+    const std::string& base;
+    const std::string& canary;
+    std::string_view model;
   };
   // One GEMM on one power-capped PCIe card; only the input data differs, and
   // with it the power the tensor cores draw (the folder's README).
-  gemm("h100-gemm-random-vs-allzero",
+  const Gemm gemms[] = {
+      {"h100-gemm-random-vs-allzero",
        "H100 PCIe 350 W: SM clock 1620 -> 1305 MHz at the cap, -18% TFLOPS", Expect::kFail, h100z,
-       h100r, kH100Pcie);
-  gemm("h100-gemm-maxpower-vs-allzero", "H100 PCIe 350 W: 1620 -> 1020 MHz at the cap, -34% TFLOPS",
-       Expect::kFail, h100z, h100m, kH100Pcie);
-  gemm("h100-gemm-maxpower-vs-random", "H100 PCIe 350 W: 1305 -> 1020 MHz at the cap, -20% TFLOPS",
-       Expect::kFail, h100r, h100m, kH100Pcie);
-  gemm("a100-gemm-maxpower-vs-allzero",
+       h100r, kH100Pcie},
+      {"h100-gemm-maxpower-vs-allzero", "H100 PCIe 350 W: 1620 -> 1020 MHz at the cap, -34% TFLOPS",
+       Expect::kFail, h100z, h100m, kH100Pcie},
+      {"h100-gemm-maxpower-vs-random", "H100 PCIe 350 W: 1305 -> 1020 MHz at the cap, -20% TFLOPS",
+       Expect::kFail, h100r, h100m, kH100Pcie},
+      {"a100-gemm-maxpower-vs-allzero",
        "A100 PCIe 250 W: 1410 -> 1275 MHz at the cap, -9.8% TFLOPS", Expect::kFail, a100z, a100m,
-       kA100Pcie);
-  gemm("a100-gemm-maxpower-vs-random", "A100 PCIe 250 W: 1410 -> 1275 MHz at the cap, -9.8% TFLOPS",
-       Expect::kFail, a100r, a100m, kA100Pcie);
-  gemm("a100-gemm-random-vs-allzero", "A100 PCIe: both at 1410 MHz, 215.7 vs 215.8 TFLOPS (A/A)",
-       Expect::kNotFail, a100z, a100r, kA100Pcie);
-  gemm("a100-gemm-allzero-vs-random", "A100 PCIe: the same pair the other way round (A/A)",
-       Expect::kNotFail, a100r, a100z, kA100Pcie);
-  gemm("h100-gemm-allzero-vs-random", "H100 PCIe: the canary is the faster run (+22% TFLOPS)",
-       Expect::kNotFail, h100r, h100z, kH100Pcie);
-  gemm("h100-gemm-random-vs-maxpower", "H100 PCIe: the canary is the faster run (+25% TFLOPS)",
-       Expect::kNotFail, h100m, h100r, kH100Pcie);
-  gemm("a100-gemm-allzero-vs-maxpower", "A100 PCIe: the canary is the faster run (+11% TFLOPS)",
-       Expect::kNotFail, a100m, a100z, kA100Pcie);
+       kA100Pcie},
+      {"a100-gemm-maxpower-vs-random", "A100 PCIe 250 W: 1410 -> 1275 MHz at the cap, -9.8% TFLOPS",
+       Expect::kFail, a100r, a100m, kA100Pcie},
+      {"a100-gemm-random-vs-allzero", "A100 PCIe: both at 1410 MHz, 215.7 vs 215.8 TFLOPS (A/A)",
+       Expect::kNotFail, a100z, a100r, kA100Pcie},
+      {"a100-gemm-allzero-vs-random", "A100 PCIe: the same pair the other way round (A/A)",
+       Expect::kNotFail, a100r, a100z, kA100Pcie},
+      {"h100-gemm-allzero-vs-random", "H100 PCIe: the canary is the faster run (+22% TFLOPS)",
+       Expect::kNotFail, h100r, h100z, kH100Pcie},
+      {"h100-gemm-random-vs-maxpower", "H100 PCIe: the canary is the faster run (+25% TFLOPS)",
+       Expect::kNotFail, h100m, h100r, kH100Pcie},
+      {"a100-gemm-allzero-vs-maxpower", "A100 PCIe: the canary is the faster run (+11% TFLOPS)",
+       Expect::kNotFail, a100m, a100z, kA100Pcie},
+  };
+  // Each pair twice: with the card's model (whose default power limit the
+  // cap is read against) and as an unnamed GPU, where nothing says what the
+  // limit is (nvidia-smi logs carry neither limit nor throttle reasons) and
+  // a cap is known only by the power held flat while the clock is held down.
+  for (const bool named : {true, false}) {
+    for (const Gemm& g : gemms) {
+      std::string name = named ? g.name : std::string(g.name) + "-unnamed";
+      std::string what = named ? g.what : std::string(g.what) + "; no model name";
+      cases.push_back({std::move(name),
+                       std::move(what),
+                       g.expect,
+                       g.expect == Expect::kFail ? "power_cap" : "",
+                       {Smi(g.base, named ? g.model : std::string_view())},
+                       {Smi(g.canary, named ? g.model : std::string_view())},
+                       0});
+    }
+  }
 
   // Two halves of one 8x H100 SXM5 node (DCGM at 10 Hz), the same job on both.
   const auto halves = [&](std::string name, std::string what, Expect expect,

@@ -535,6 +535,29 @@ TEST(JudgeUnitTest, PowerPinnedWithoutLimitOrModelIsThePowerCap) {
   EXPECT_EQ(Find(r, "hw_slowdown", "release"), nullptr);
 }
 
+// The same missing limit and model, but the canary's clock falls to 1500
+// MHz with its power falling with it (450 W, steady, against the baseline's
+// 560 W at full clock): the same work at a lower clock and less power is no
+// power controller at a ceiling. A slowdown whose reason the telemetry does
+// not give, said so, not the power cap.
+TEST(JudgeUnitTest, ClockDownWithLessPowerIsNotThePowerCap) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Fleet fleet = PowerCapped(
+      [=](std::int64_t) {
+        return std::array<double, 3>{450, nan, 1500};
+      },
+      [=](std::int64_t) {
+        return std::array<double, 3>{560, nan, 1980};
+      });
+  for (GpuInfo& g : fleet.gpus) g.model_name.clear();
+  const Report r = JudgeFleet(fleet, kT0 + 60, 400);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+  EXPECT_EQ(Find(r, "power_cap", "release"), nullptr);
+  const Cause* slow = Find(r, "hw_slowdown", "release");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_NE(slow->summary.find("does not report"), std::string::npos) << slow->summary;
+}
+
 TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {
   Fleet fleet;
   Judge judge({.policy = DefaultPolicy(), .release_start_s = std::nullopt});

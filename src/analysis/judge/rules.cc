@@ -48,14 +48,21 @@ constexpr std::uint64_t kSwPowerCapBit = 0x4;
 // workload at its limit at full clock is not capped).
 constexpr double kAtLimit = 0.95;
 constexpr double kHeldClock = 0.97;
-// Power held flat: its standard deviation over the last half minute within
-// this fraction of its mean. Set on the field suite (capped GPUs there hold
-// 0.3-1%); the real capped traces in shared/data/gpu-traces show a 30-s
-// spread of 0.6-0.9% (A100 PCIe at 250 W) but a median 2.3-2.4% (H100
-// PCIe at 350 W, nvidia-smi), against 6.9% for an uncapped H100 run: not
-// yet checked to fire on real H100 data (those traces name their model,
-// so the limit rule covers them).
-constexpr double kPinnedSpread = 0.015;
+// Power cap without reasons, limit or model (CanaryPowerPinned). At a lower
+// clock the same work draws less power (dynamic power goes with f V^2): a
+// canary held 3% below the top clock at no less than kSamePower of the busy
+// baseline's power is drawing more power per cycle at a ceiling. Steadiness
+// only rules out bursts (a clock caught between bursts): on the real traces
+// (shared/data/gpu-traces) capped H100 PCIe GEMMs hold a 10-s power spread of
+// up to 2.7% and A100 PCIe 1.4%, but uncapped ones are as steady (0.3-1%,
+// vLLM inference on H100 SXM 1.6%), so steadiness cannot tell a cap alone;
+// training bursts spread 14-35%.
+constexpr double kSamePower = 0.98;
+constexpr double kSteadyPower = 0.05;
+constexpr std::int64_t kSteadySeconds = 10;
+// Above this a clock held down without reasons may be thermal, not the cap
+// (diagnose.cc's kSlowdownTempC).
+constexpr double kInferCapBelowC = 85;
 constexpr double kPowerAlpha = 1.0 / 30;
 
 }  // namespace
@@ -77,6 +84,7 @@ void HardRules::Track(std::size_t gpus) {
 void HardRules::Run(std::int64_t t) {
   TrackFleetReasons(t);
   TrackLinks();
+  TrackCanaryPinned();
   pending_hits_.clear();
   for (std::size_t g = 0; g < gpus_.size(); ++g) FeedRules(gpus_[g], static_cast<int>(g), t);
   // Every hit of this tick is known before any is scoped: GPUs of one node
@@ -107,7 +115,8 @@ void HardRules::TrackFleetReasons(std::int64_t t) {
       if (last_limit_[g] && *limit < 0.99 * *last_limit_[g]) limit_fell_[g] = t;
       last_limit_[g] = limit;
     }
-    if (const std::optional<double> watts = fleet_.GpuValue(static_cast<int>(g), kPower)) {
+    const std::optional<double> watts = fleet_.GpuValue(static_cast<int>(g), kPower);
+    if (watts && fleet_.GpuBusy(static_cast<int>(g))) {
       gpu_power_[g].Add(*watts);
       if (s.role == Role::kBaseline) group_base_power_[s.group].Add(*watts);
     }
@@ -151,33 +160,40 @@ bool HardRules::InferredPowerCap(int gpu) const {
 }
 
 void HardRules::PowerTrack::Add(double watts) {
-  if (n++ == 0) {
-    mean = watts;
-    return;
-  }
-  const double d = watts - mean;
-  mean += kPowerAlpha * d;
-  var = (1 - kPowerAlpha) * (var + kPowerAlpha * d * d);
+  mean = n++ == 0 ? watts : mean + (kPowerAlpha * (watts - mean));
 }
 
-bool HardRules::CanaryPowerPinned() const {
+std::pair<double, double> HardRules::PowerWindow::MeanSd() const {
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(n), watts.size());
+  if (k == 0) return {0, 0};
+  double sum = 0;
+  for (std::size_t i = 0; i < k; ++i) sum += watts[i];
+  const double mean = sum / static_cast<double>(k);
+  double ss = 0;
+  for (std::size_t i = 0; i < k; ++i) ss += (watts[i] - mean) * (watts[i] - mean);
+  return {mean, std::sqrt(ss / static_cast<double>(k))};
+}
+
+void HardRules::TrackCanaryPinned() {
   int with = 0, pinned = 0;
   for (std::size_t g = 0; g < gpu_power_.size() && g < fleet_.gpus().size(); ++g) {
     const GpuState& s = fleet_.gpus()[g];
-    const PowerTrack& p = gpu_power_[g];
+    const PowerWindow& p = gpu_power_[g];
     const int gi = static_cast<int>(g);
-    if (s.role != Role::kCanary || p.n < 30 || !fleet_.GpuBusy(gi)) continue;
+    if (s.role != Role::kCanary || p.n < kSteadySeconds || !fleet_.GpuBusy(gi)) continue;
     ++with;
     const auto base = group_base_power_.find(s.group);
     const auto top = group_top_clock_.find(s.group);
     const std::optional<double> clock = fleet_.GpuValue(gi, kClock);
+    const std::optional<double> temp = fleet_.GpuValue(gi, kTemp);
     if (base == group_base_power_.end() || top == group_top_clock_.end() || !clock) continue;
-    if (std::sqrt(p.var) <= kPinnedSpread * p.mean && p.mean >= base->second.mean &&
-        *clock <= kHeldClock * top->second) {
+    const auto [mean, sd] = p.MeanSd();
+    if (sd <= kSteadyPower * mean && mean >= kSamePower * base->second.mean &&
+        *clock <= kHeldClock * top->second && !(temp && *temp >= kInferCapBelowC)) {
       ++pinned;
     }
   }
-  return with > 0 && 2 * pinned >= with;
+  if (with > 0) canary_pinned_ = 2 * pinned >= with;
 }
 
 bool HardRules::FleetPowerCapped() const {

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/judge/fleet.h"
@@ -88,10 +89,14 @@ class HardRules {
   // quarter of them: a facility power cap, as of the last tick run.
   bool FleetPowerCapped() const;
   // Where no limit, model or reasons say it: at least half of the busy
-  // canary GPUs hold their power flat (within kPinnedSpread over the last
-  // half minute) at or above the baseline's, with the clock held below the
-  // group's top. A power controller at its setpoint: the power cap.
-  bool CanaryPowerPinned() const;
+  // canary GPUs draw as much power as the busy baseline's (within
+  // kSamePower) with their clock held below the group's top, steadily
+  // (within kSteadyPower over their last 10-30 busy seconds) and below
+  // the thermal slowdown range. A lower clock at no less power means more
+  // power per cycle, held at a ceiling: the power controller's cap. As of
+  // the last tick any canary GPU was busy (a canary that finished its work
+  // keeps what was seen while it ran).
+  bool CanaryPowerPinned() const { return canary_pinned_; }
 
  private:
   struct GpuRules {
@@ -162,14 +167,24 @@ class HardRules {
   std::map<int, std::set<int>> baseline_nodes_;
   std::map<int, double> group_best_width_, group_best_gen_;
   std::map<int, double> group_top_clock_;  // the highest SM clock seen per group
-  // Exponentially weighted (half a minute) power per GPU and baseline power
-  // per group: mean and variance.
+  // Power over a GPU's last kPowerWindow busy seconds (a ring), and the
+  // baseline's busy power per group, exponentially weighted over half a
+  // minute.
+  struct PowerWindow {
+    std::array<double, 30> watts{};
+    std::int64_t n = 0;  // busy seconds added
+    void Add(double w) { watts[static_cast<std::size_t>(n++) % watts.size()] = w; }
+    // Mean and standard deviation of the seconds held; n == 0: {0, 0}.
+    std::pair<double, double> MeanSd() const;
+  };
   struct PowerTrack {
-    double mean = 0, var = 0;
+    double mean = 0;
     std::int64_t n = 0;
     void Add(double watts);
   };
-  std::vector<PowerTrack> gpu_power_;
+  std::vector<PowerWindow> gpu_power_;
+  bool canary_pinned_ = false;
+  void TrackCanaryPinned();
   // Per GPU: its last enforced limit, and the last tick it fell.
   std::vector<std::optional<double>> last_limit_;
   std::vector<std::optional<std::int64_t>> limit_fell_;
