@@ -102,7 +102,7 @@ struct Policy {
   // min_blocks blocks; every other measure is compared every second and
   // decides from min_seconds seconds of both arms (the CS is asymptotic).
   int min_blocks = 10;
-  int min_seconds = 10;
+  int min_seconds = 5;
   // Service measures (per-token latency, tokens/s from a server's counters)
   // are ratios of small per-second counts, heavy-tailed at 1 s: they decide
   // from this many seconds (at least min_seconds).

@@ -38,7 +38,7 @@ TEST(PolicyTest, DefaultPolicyHasTheFieldRules) {
   EXPECT_THAT(p.rules.critical_xids, ::testing::Contains(79));
   ASSERT_FALSE(p.metrics.empty());
   EXPECT_EQ(p.min_blocks, 10);
-  EXPECT_EQ(p.min_seconds, 10);
+  EXPECT_EQ(p.min_seconds, 5);
   EXPECT_EQ(p.min_service_seconds, 30);
   EXPECT_DOUBLE_EQ(p.warmup_s, 10);
   // The speed of generation decides a pass: time per output token, 3%.
