@@ -86,8 +86,10 @@ std::string ClockDropSentence(const Cause& c, const std::string& where) {
     }
   }
   if (c.kind == CauseKind::kPowerCap) {
-    // Without a limit to quote, the cap was read from the power held flat.
-    if (!power_text.empty() && limit == nullptr) power_text += " held flat at its ceiling";
+    // Without a limit to quote, the cap was read from a lower clock at no
+    // less power than the baseline's (HardRules::CanaryPowerPinned).
+    if (!power_text.empty() && limit == nullptr)
+      power_text += " held at its ceiling as the clock fell";
     s += ", with " + (power_text.empty() ? std::string("the power at its limit") : power_text) +
          ": the power cap holds the clock (no throttle reason reported)";
   } else if (c.kind == CauseKind::kThermalThrottle) {

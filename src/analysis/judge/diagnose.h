@@ -24,8 +24,8 @@ struct Signature {
   double power = 0;
   double tokens_per_dram = 0;
   // SW power cap (0x4) seen on the canary and not the baseline; without
-  // reasons, the canary's power held flat at or above the baseline's with
-  // its clock held down (HardRules::CanaryPowerPinned).
+  // reasons, the canary's clock held down at no less power than the
+  // baseline's, steadily (HardRules::CanaryPowerPinned).
   bool power_capped = false;
   // Absolute values of the canary (busy seconds), for causes whose telemetry
   // reports no throttle reason (nvidia-smi logs, exporters without field 112).

@@ -319,7 +319,7 @@ Signature VerdictTracker::CurrentSignature() const {
       model_limit = DefaultPowerLimitW((*catalog->gpus)[g].model_name);
     }
   }
-  // No reasons to say it: a canary power held flat at its ceiling is the
+  // No reasons to say it: a canary held at a power ceiling is the
   // power cap too, where no limit or model tells the ceiling.
   if (!s.reasons_reported && rules_.CanaryPowerPinned()) s.power_capped = true;
   s.power_limit_w = kNaN;
