@@ -9,10 +9,6 @@
 namespace gpucanary::analysis {
 namespace {
 
-// Above this a GPU is near its slowdown temperature (H100: 87-90 C on the
-// die; DCGM_FI_DEV_SLOWDOWN_TEMP where exported).
-constexpr double kSlowdownTempC = 85;
-
 bool Below(double change, double by) { return !std::isnan(change) && change < -by; }
 bool Above(double change, double by) { return !std::isnan(change) && change > by; }
 
@@ -88,8 +84,9 @@ std::string ClockDropSentence(const Cause& c, const std::string& where) {
   if (c.kind == CauseKind::kPowerCap) {
     // Without a limit to quote, the cap was read from a lower clock at no
     // less power than the baseline's (HardRules::CanaryPowerPinned).
-    if (!power_text.empty() && limit == nullptr)
+    if (!power_text.empty() && limit == nullptr) {
       power_text += " held at its ceiling as the clock fell";
+    }
     s += ", with " + (power_text.empty() ? std::string("the power at its limit") : power_text) +
          ": the power cap holds the clock (no throttle reason reported)";
   } else if (c.kind == CauseKind::kThermalThrottle) {

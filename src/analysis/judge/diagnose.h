@@ -13,6 +13,11 @@
 
 namespace gpucanary::analysis {
 
+// Above this a GPU is near its slowdown temperature (H100: 87-90 C on the
+// die; DCGM_FI_DEV_SLOWDOWN_TEMP where exported): a clock held down there
+// without reasons may be thermal.
+inline constexpr double kSlowdownTempC = 85;
+
 // Relative changes (canary vs baseline, NaN: unknown) of the signature
 // metrics over the judged blocks of the whole canary.
 struct Signature {

@@ -60,9 +60,6 @@ constexpr double kHeldClock = 0.97;
 constexpr double kSamePower = 0.98;
 constexpr double kSteadyPower = 0.05;
 constexpr std::int64_t kSteadySeconds = 10;
-// Above this a clock held down without reasons may be thermal, not the cap
-// (diagnose.cc's kSlowdownTempC).
-constexpr double kInferCapBelowC = 85;
 constexpr double kPowerAlpha = 1.0 / 30;
 
 }  // namespace
@@ -189,7 +186,7 @@ void HardRules::TrackCanaryPinned() {
     if (base == group_base_power_.end() || top == group_top_clock_.end() || !clock) continue;
     const auto [mean, sd] = p.MeanSd();
     if (sd <= kSteadyPower * mean && mean >= kSamePower * base->second.mean &&
-        *clock <= kHeldClock * top->second && !(temp && *temp >= kInferCapBelowC)) {
+        *clock <= kHeldClock * top->second && !(temp && *temp >= kSlowdownTempC)) {
       ++pinned;
     }
   }
@@ -246,11 +243,17 @@ bool HardRules::BaselineWarming(int group, int node, std::int64_t t) const {
   return warming >= 2 && 4 * warming >= static_cast<int>(nodes->second.size());
 }
 
+bool HardRules::TooCoolForRoomHeat(int gpu) const {
+  const std::optional<double> temp = fleet_.GpuValue(gpu, kTemp);
+  return temp && *temp < kRoomHeatMinC;
+}
+
 bool HardRules::BaselineMayFollow(const RuleHit& hit, std::int64_t t) const {
   const GpuState& s = fleet_.gpus()[static_cast<std::size_t>(hit.gpu)];
-  const std::optional<double> temp = fleet_.GpuValue(hit.gpu, kTemp);
-  const bool hot = !temp || *temp >= kRoomHeatMinC;
-  if ((hit.bits & kThermalBits) != 0 && hot && BaselineWarming(s.group, s.node, t)) return true;
+  if ((hit.bits & kThermalBits) != 0 && !TooCoolForRoomHeat(hit.gpu) &&
+      BaselineWarming(s.group, s.node, t)) {
+    return true;
+  }
   // A limit lowered under a baseline GPU within the minute: the facility's
   // (or an operator's) cap reaching its nodes one by one.
   if (s.role != Role::kBaseline || (hit.bits & kSwPowerCapBit) == 0) return false;
@@ -286,9 +289,8 @@ bool HardRules::SeenFleetWide(const RuleHit& hit, std::int64_t t) const {
   // Heat: the baseline as hot as this GPU explains its thermal reasons (and
   // the HW slowdown that comes with them), throttling or not yet.
   if ((bits & kThermalBits) != 0) {
-    const std::optional<double> temp = fleet_.GpuValue(hit.gpu, kTemp);
-    if (temp && *temp < kRoomHeatMinC) return false;
-    if (temp) {
+    if (TooCoolForRoomHeat(hit.gpu)) return false;
+    if (const std::optional<double> temp = fleet_.GpuValue(hit.gpu, kTemp)) {
       const int hot = BaselineNodesAsHot(hs.group, hs.node, *temp, t);
       const auto total_it = baseline_nodes_.find(hs.group);
       const int total =
@@ -388,12 +390,12 @@ void HardRules::AddThrottleHit(const GpuRules& r, int gpu, std::int64_t t) {
   // HW slowdown with thermal reasons on a GPU far below the slowdown
   // thresholds is no heat: a HW slowdown signal (a sensor, the board, an
   // external input).
-  if (const std::optional<double> temp = fleet_.GpuValue(gpu, kTemp);
-      hit.kind == vocab::CauseKind::kThermalThrottle && (hit.bits & 0x8U) != 0 && temp &&
-      *temp < kRoomHeatMinC) {
+  if (hit.kind == vocab::CauseKind::kThermalThrottle && (hit.bits & 0x8U) != 0 &&
+      TooCoolForRoomHeat(gpu)) {
     hit.kind = vocab::CauseKind::kHwSlowdown;
     std::snprintf(buf, sizeof buf,
-                  "; thermal slowdown asserted at %.0f C, far below its thresholds", *temp);
+                  "; thermal slowdown asserted at %.0f C, far below its thresholds",
+                  *fleet_.GpuValue(gpu, kTemp));
     hit.detail += buf;
   }
   pending_hits_.push_back(std::move(hit));

@@ -142,6 +142,12 @@ class HardRules {
   bool CleanWitnessElsewhere(const RuleHit& hit, const std::set<int>& affected_gpus,
                              std::int64_t t) const;
   RuleHit* HitOf(const MetricFinding& f);
+  // Each tick: whether the canary is held at a power ceiling
+  // (CanaryPowerPinned), kept from the last tick a canary GPU was busy.
+  void TrackCanaryPinned();
+  // Thermal reasons on this GPU cannot be a room's heat: its temperature is
+  // known and below kRoomHeatMinC.
+  bool TooCoolForRoomHeat(int gpu) const;
   // The hit a finding came from (its rule hit where known) with the
   // finding's GPU, kind and bits: what the scoping tests read.
   static RuleHit ProbeOf(const MetricFinding& f, const RuleHit* hit);
@@ -167,9 +173,8 @@ class HardRules {
   std::map<int, std::set<int>> baseline_nodes_;
   std::map<int, double> group_best_width_, group_best_gen_;
   std::map<int, double> group_top_clock_;  // the highest SM clock seen per group
-  // Power over a GPU's last kPowerWindow busy seconds (a ring), and the
-  // baseline's busy power per group, exponentially weighted over half a
-  // minute.
+  // Power over a GPU's last 30 busy seconds (a ring), and the baseline's
+  // busy power per group, exponentially weighted over half a minute.
   struct PowerWindow {
     std::array<double, 30> watts{};
     std::int64_t n = 0;  // busy seconds added
@@ -183,8 +188,7 @@ class HardRules {
     void Add(double watts);
   };
   std::vector<PowerWindow> gpu_power_;
-  bool canary_pinned_ = false;
-  void TrackCanaryPinned();
+  bool canary_pinned_ = false;  // CanaryPowerPinned, set by TrackCanaryPinned
   // Per GPU: its last enforced limit, and the last tick it fell.
   std::vector<std::optional<double>> last_limit_;
   std::vector<std::optional<std::int64_t>> limit_fell_;
