@@ -77,13 +77,15 @@ const ClassInfo& Info(CaseClass c) {
   return kClasses[0];
 }
 
+}  // namespace
+
 std::string Two(int i) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%02d", i);
   return buf;
 }
 
-std::vector<std::string> Hostnames(Rng& rng, int n) {
+std::vector<std::string> Hostnames(Rng& rng, int n, int per_rack) {
   std::vector<std::string> hosts;
   const int scheme = rng.Int(0, 2);
   const int base = rng.Int(1, 40);
@@ -93,15 +95,27 @@ std::vector<std::string> Hostnames(Rng& rng, int n) {
       case 0:
         hosts.push_back("gpu-node-" + Two(base + i));
         break;
-      case 1:
-        hosts.push_back("hgx-r" + Two(rack) + "-u" + Two(4 * i + 3));
+      case 1:  // per_rack nodes a rack, 4U apart
+        hosts.push_back("hgx-r" + Two(rack + i / per_rack) + "-u" + Two(4 * (i % per_rack) + 3));
         break;
       default:
-        hosts.push_back("ip-10-4-" + std::to_string(rack) + "-" + std::to_string(base * 3 + i));
+        hosts.push_back("ip-10-4-" + std::to_string(rack + i / (2 * per_rack)) + "-" +
+                        std::to_string(base * 3 + i));
         break;
     }
   }
   return hosts;
+}
+
+Board DrawBoard(Rng& rng, double r_th) {
+  Board b;
+  b.dyn_scale = rng.Normal(1.0, 0.03);
+  b.leak_scale = rng.Normal(1.0, 0.08);
+  b.r_th = r_th * rng.Normal(1.0, 0.06);
+  b.tau_s = rng.Uniform(25, 60);
+  b.sensor_gain = rng.Normal(1.0, 0.01);
+  b.mem_temp_offset = rng.Uniform(3, 9);
+  return b;
 }
 
 // A served model, its tensor-parallel size and step costs, from its size
@@ -149,6 +163,8 @@ double RpsFor(const ModelProfile& m, double u) {
   return cap / (m.out_mean + cap * c);
 }
 
+namespace {
+
 // The parameters every case draws, whatever its class.
 FieldCase DrawBase(Rng& rng) {
   FieldCase c;
@@ -163,7 +179,7 @@ FieldCase DrawBase(Rng& rng) {
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(rng.Int(0, i))]);
   c.canary.assign(order.begin(), order.begin() + n_canary);
   std::sort(c.canary.begin(), c.canary.end());
-  c.hosts = Hostnames(rng, c.nodes);
+  c.hosts = Hostnames(rng, c.nodes, c.nodes);
   c.model = DrawModel(rng, *c.sku, c.gpus_per_node);
   c.duration_s = std::round(rng.Uniform(360, 600));
   c.release_s = std::round(rng.Uniform(50, 75));

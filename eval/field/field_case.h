@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "eval/field/field_physics.h"
+#include "eval/field/field_random.h"
 #include "eval/field/field_service.h"
 
 namespace gpucanary::eval::field {
@@ -166,6 +167,26 @@ std::vector<FieldCase> MakeSuite(std::uint64_t seed, int cases,
 
 // The class named `name` ("aa", "heat-event", ...), or nullopt.
 std::optional<CaseClass> ParseClass(std::string_view name);
+
+// `i` as two digits ("07").
+std::string Two(int i);
+
+// `n` host names in one of three naming schemes (gpu-node-NN, hgx-rNN-uNN
+// with `per_rack` nodes a rack, ip-10-4-R-N), drawn from `rng`.
+std::vector<std::string> Hostnames(Rng& rng, int n, int per_rack);
+
+// One board's silicon and cooling around the fleet's mean `r_th` (README
+// "Board-to-board"): dynamic power ±3 %, leakage ±8 %, R_th ±6 %, tau 25-60 s,
+// power sensor ±1 %, HBM 3-9 °C above the die.
+Board DrawBoard(Rng& rng, double r_th);
+
+// A served model (Llama-3.1-8B TP1, Llama-3.1-70B TP4/8, Qwen2.5-32B TP2/4),
+// its step costs drawn from its size and the SKU's HBM bandwidth and FLOPs
+// (README "Server").
+ModelProfile DrawModel(Rng& rng, const Sku& sku, int gpus_per_node);
+
+// Offered requests/s per engine for utilisation `u` of its decode capacity.
+double RpsFor(const ModelProfile& m, double u);
 
 // The mean board power of one GPU of `c` at its mean load and full clock
 // (the calibration the case builder uses for thermal and power events).
