@@ -53,6 +53,7 @@ int Main(int argc, char** argv) {
   int none = 0;
   int none_clean = 0;
   int correct = 0;
+  int reported = 0;
   double sim_s = 0;
   double corr_s = 0;
   std::printf("| case | category | guilty | top suspect | score | named | regressions | ok |\n");
@@ -80,6 +81,7 @@ int Main(int argc, char** argv) {
       top1 += outcome->top1 ? 1 : 0;
     }
     correct += outcome->correct ? 1 : 0;
+    reported += outcome->regressions;
     sim_s += outcome->simulate_s;
     corr_s += outcome->correlate_s;
     if (!only.empty()) {
@@ -90,8 +92,8 @@ int Main(int argc, char** argv) {
   }
   std::printf(
       "\ntop-1 where a release is guilty: %d/%d; no suspect where none is: %d/%d; "
-      "all correct: %d/%d; simulate %.1f s, correlate %.1f s\n",
-      top1, guilty, none_clean, none, correct, guilty + none, sim_s, corr_s);
+      "all correct: %d/%d; regressions reported: %d; simulate %.1f s, correlate %.1f s\n",
+      top1, guilty, none_clean, none, correct, guilty + none, reported, sim_s, corr_s);
   return 0;
 }
 

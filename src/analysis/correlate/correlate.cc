@@ -6,7 +6,9 @@
 #include "analysis/correlate/correlate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -16,9 +18,16 @@
 
 #include "analysis/correlate/correlate_internal.h"
 #include "analysis/correlate/series.h"
+#include "analysis/stats/normal.h"
 
 namespace gpucanary::analysis::correlate {
 namespace {
+
+// The family-wise error rate of the release effects reported.
+constexpr double kAlpha = 0.01;
+// A change keeps a release as suspect when that release's pooled effect on
+// the change's headline reaches this z.
+constexpr double kSupportZ = 2;
 
 Status CheckOptions(const CorrelateOptions& options) {
   if (options.resolution_s < 0 || options.max_lag_s <= kPromptLagS || options.min_score < 0 ||
@@ -50,6 +59,70 @@ std::vector<ReleaseReach> DescribeReaches(const std::vector<Reach>& reaches,
   return out;
 }
 
+// Where a mechanism ranks when episodes of several kinds are one
+// regression: the order NameMechanism tests them in (a hardware signature
+// before what it causes), no kind last.
+int Precedence(std::optional<vocab::CauseKind> kind) {
+  using K = vocab::CauseKind;
+  static constexpr K kOrder[] = {K::kPowerBrake,   K::kThermalThrottle,   K::kHwSlowdown,
+                                 K::kPowerCap,     K::kPcieDowntrain,     K::kPcieErrors,
+                                 K::kXidErrors,    K::kEccErrors,         K::kMemoryThrash,
+                                 K::kLowOccupancy, K::kSoftwareRegression};
+  if (!kind) return static_cast<int>(std::size(kOrder));
+  for (std::size_t i = 0; i < std::size(kOrder); ++i) {
+    if (kOrder[i] == *kind) return static_cast<int>(i);
+  }
+  return static_cast<int>(std::size(kOrder));
+}
+
+// One regression is one report, however many metrics moved: groups of
+// different mechanisms that share a node and overlap in time (within
+// group_window_s) are merged, the highest-ranked mechanism's episode first
+// (it names the regression).
+std::vector<Group> MergeOverlapping(std::vector<Group> groups, const FleetSeries& fleet,
+                                    const CorrelateOptions& options) {
+  const double window = static_cast<double>(options.group_window_s);
+  const auto span = [&](const Group& g) {
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -lo;
+    for (const Episode* e : g.episodes) {
+      lo = std::min(lo, fleet.BucketStart(e->bucket));
+      hi = std::max(hi, fleet.BucketStart(e->bucket));
+    }
+    return std::make_pair(lo, hi);
+  };
+  const auto nodes = [](const Group& g) {
+    std::set<int> out;
+    for (const Episode* e : g.episodes) out.insert(e->node);
+    return out;
+  };
+  bool merged = true;
+  while (merged) {
+    merged = false;
+    for (std::size_t i = 0; i < groups.size() && !merged; ++i) {
+      for (std::size_t j = i + 1; j < groups.size() && !merged; ++j) {
+        const auto [ilo, ihi] = span(groups[i]);
+        const auto [jlo, jhi] = span(groups[j]);
+        if (jlo > ihi + window || ilo > jhi + window) continue;
+        const std::set<int> a = nodes(groups[i]);
+        const std::set<int> b = nodes(groups[j]);
+        if (std::none_of(a.begin(), a.end(), [&](int n) { return b.contains(n); })) continue;
+        groups[i].episodes.insert(groups[i].episodes.end(), groups[j].episodes.begin(),
+                                  groups[j].episodes.end());
+        groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(j));
+        merged = true;
+      }
+    }
+  }
+  for (Group& g : groups) {
+    std::stable_sort(g.episodes.begin(), g.episodes.end(), [](const Episode* x, const Episode* y) {
+      return std::make_pair(Precedence(x->kind), x->bucket) <
+             std::make_pair(Precedence(y->kind), y->bucket);
+    });
+  }
+  return groups;
+}
+
 // Groups episodes by mechanism (or headline, when none) and time: an
 // episode joins its key's last group when it began within group_window_s
 // of that group's last episode. REQUIRES: `episodes` sorted by onset; they
@@ -72,7 +145,7 @@ std::vector<Group> GroupEpisodes(const std::vector<Episode>& episodes, const Fle
   }
   std::vector<Group> groups;
   for (auto& [key, list] : by_key) std::move(list.begin(), list.end(), std::back_inserter(groups));
-  return groups;
+  return MergeOverlapping(std::move(groups), fleet, options);
 }
 
 void IndexNodes(Group& g, const FleetSeries& fleet) {
@@ -135,6 +208,140 @@ std::vector<Regression> Attribute(std::vector<Group> work, const std::vector<Rea
   return out;
 }
 
+// The one-sided z a release effect must reach: alpha 0.01 over every
+// (release, heading measure) tested (Bonferroni).
+double CriticalZ(const EffectsFit& effects) {
+  int tests = 0;
+  for (const ReleaseEffect& re : effects.releases) {
+    for (const MeasureEffect& me : re.measures) {
+      if (me.identified && CanHeadRegression(Metrics()[static_cast<std::size_t>(me.metric)].name)) {
+        ++tests;
+      }
+    }
+  }
+  return stats::NormalQuantile(1 - kAlpha / std::max(1, tests));
+}
+
+// Each node's per-token latency read at its own mean load: times
+// (load / mean load)^-slope, bucket by bucket (no change where the slope or
+// the load is unknown).
+void AdjustLatencyForLoad(double slope, FleetSeries& fleet) {
+  if (!std::isfinite(slope)) return;
+  const int itl = MetricIndex("vllm:time_per_output_token_seconds");
+  const int running = MetricIndex("vllm:num_requests_running");
+  for (std::vector<EntitySeries>& node : fleet.node_series) {
+    const EntitySeries* load = nullptr;
+    EntitySeries* latency = nullptr;
+    for (EntitySeries& s : node) {
+      if (s.metric == running) load = &s;
+      if (s.metric == itl) latency = &s;
+    }
+    if (load == nullptr || latency == nullptr) continue;
+    double sum = 0;
+    double n = 0;
+    for (double v : load->values) {
+      if (std::isfinite(v) && v > 0) {
+        sum += std::log(v);
+        n += 1;
+      }
+    }
+    if (n == 0) continue;
+    const double mean = sum / n;
+    for (std::size_t b = 0; b < latency->values.size() && b < load->values.size(); ++b) {
+      const double x = load->values[b];
+      if (!std::isfinite(latency->values[b])) continue;
+      if (!(std::isfinite(x) && x > 0)) continue;
+      latency->values[b] *= std::exp(-slope * (std::log(x) - mean));
+    }
+  }
+}
+
+// A change of the service alone (no throttle, link, XID or ECC signature)
+// on part of the fleet: per-token latency that moved with the load the
+// balancer gave a few nodes, or with nothing the telemetry shows. Reported
+// only when a release explains it (its pooled effect), or when (nearly)
+// the whole fleet moved at once.
+bool ServiceOnlyOnAFewNodes(const Regression& c, const FleetSeries& fleet) {
+  using K = vocab::CauseKind;
+  const std::optional<K> kind = c.causes.empty() ? std::nullopt : c.causes.front().kind;
+  const bool hardware = kind && *kind != K::kSoftwareRegression && *kind != K::kMemoryThrash &&
+                        *kind != K::kLowOccupancy;
+  if (hardware || !c.suspects.empty()) return false;
+  if (!c.metric.starts_with("vllm:")) return false;
+  return !(c.nodes.size() >= 3 &&
+           static_cast<double>(c.nodes.size()) >= 0.8 * static_cast<double>(fleet.nodes.size()));
+}
+
+// The regressions to report: every release's, then the changes no release's
+// regression already covers (one on its nodes from its arrival on, within
+// max_lag_s). A change keeps a release as suspect only when that release's
+// pooled effect on the change's headline is harmful beyond z 2 (time and
+// space alone are not enough: two releases on one node line up with any
+// fault there).
+std::vector<Regression> Combine(std::vector<Regression> released, std::vector<Regression> changed,
+                                const EffectsFit& effects, const std::vector<Reach>& reaches,
+                                const FleetSeries& fleet, const CorrelateOptions& options) {
+  const auto effect_on = [&](const std::string& release, const std::string& metric) {
+    for (const ReleaseEffect& re : effects.releases) {
+      if (reaches[re.reach].release->id != release) continue;
+      for (const MeasureEffect& me : re.measures) {
+        if (Metrics()[static_cast<std::size_t>(me.metric)].name == metric) return me.z;
+      }
+    }
+    return 0.0;
+  };
+  // A change is the same event as a release's regression when all its
+  // nodes are that regression's and it began between the release's start
+  // (less kPersistS: a change next to a masked restart may be dated into
+  // it) and max_lag_s after it reached the last of them.
+  const auto covered = [&](const Regression& c) {
+    for (const Regression& r : released) {
+      const std::string& id = r.suspects.front().release;
+      for (const Reach& reach : reaches) {
+        if (reach.release->id != id) continue;
+        double last = reach.release->started_at;
+        for (const auto& [node, at] : reach.arrival) last = std::max(last, at);
+        const bool subset = !c.nodes.empty() &&
+                            std::all_of(c.nodes.begin(), c.nodes.end(), [&](const std::string& h) {
+                              return std::find(r.nodes.begin(), r.nodes.end(), h) != r.nodes.end();
+                            });
+        if (subset && c.at >= reach.release->started_at - static_cast<double>(kPersistS) &&
+            c.at <= last + static_cast<double>(options.max_lag_s)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  std::vector<Regression> out = released;
+  for (Regression& c : changed) {
+    if (covered(c)) continue;
+    if (ServiceOnlyOnAFewNodes(c, fleet)) continue;
+    std::erase_if(c.suspects,
+                  [&](const Suspect& s) { return effect_on(s.release, c.metric) < kSupportZ; });
+    if (c.suspects.empty() && !c.causes.empty() &&
+        c.causes.front().scope == vocab::Scope::kRelease) {
+      c.causes.front().scope =
+          c.nodes.size() >= 3 && static_cast<double>(c.nodes.size()) >=
+                                     0.8 * static_cast<double>(fleet.nodes.size())
+              ? vocab::Scope::kFleet
+              : vocab::Scope::kNode;
+      const std::size_t cut = c.summary.find("; suspect ");
+      if (cut != std::string::npos) {
+        c.summary =
+            c.summary.substr(0, cut) + (c.causes.front().scope == vocab::Scope::kFleet
+                                            ? "; no release explains this (fleet-wide, at once)"
+                                            : "; no release explains this");
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(), [](const Regression& a, const Regression& b) {
+    return std::tie(a.at, a.metric) < std::tie(b.at, b.metric);
+  });
+  return out;
+}
+
 }  // namespace
 
 Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Release>& releases,
@@ -162,11 +369,32 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
   report.from = static_cast<double>(fleet.first_tick);
   report.to = static_cast<double>(fleet.last_tick + 1);
 
-  std::vector<Episode> episodes = FindEpisodes(fleet);
+  // Release effects first: each release's pooled, load-adjusted effect on
+  // every measure; a significant, material one on a measure users care
+  // about is that release's regression.
+  const EffectsFit effects = EstimateReleaseEffects(fleet, reaches);
+  std::vector<Regression> released;
+  const double z_crit = CriticalZ(effects);
+  for (const ReleaseEffect& re : effects.releases) {
+    std::optional<Regression> r =
+        MakeReleaseRegression(re, effects.releases, reaches, fleet, z_crit);
+    // min_score bounds these suspects too (their score is z / (z + z*)); a
+    // release below it is left to the change points, unnamed.
+    if (r && r->suspects.front().score >= options.min_score) released.push_back(std::move(*r));
+  }
+
+  // Then what no release explains: the change points of each GPU and node
+  // (per-token latency read at equal load too).
+  FleetSeries adjusted = fleet;
+  AdjustLatencyForLoad(effects.load_slope, adjusted);
+  std::vector<Episode> episodes = FindEpisodes(adjusted);
   std::sort(episodes.begin(), episodes.end(), [](const Episode& a, const Episode& b) {
     return std::tie(a.bucket, a.gpu) < std::tie(b.bucket, b.gpu);
   });
-  report.regressions = Attribute(GroupEpisodes(episodes, fleet, options), reaches, fleet, options);
+  std::vector<Regression> changed =
+      Attribute(GroupEpisodes(episodes, adjusted, options), reaches, adjusted, options);
+  report.regressions =
+      Combine(std::move(released), std::move(changed), effects, reaches, fleet, options);
   return report;
 }
 

@@ -14,10 +14,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/correlate/correlate.h"
@@ -99,9 +102,73 @@ std::vector<Reach> ResolveReaches(const std::vector<releases::Release>& releases
 Scored ScoreReleases(const Group& g, const std::vector<Reach>& reaches, const FleetSeries& fleet,
                      const CorrelateOptions& options);
 
+// scoring.cc: how plausible it is that a release (rather than hardware)
+// causes `kind` (`xid`: the XID code, for kXidErrors); 0.6 when no
+// mechanism is named.
+double MechanismPlausibility(std::optional<vocab::CauseKind> kind, std::uint32_t xid);
+
 // regression.cc: the regression of `g` (evidence, headline, causes,
 // suspects, summary) from its releases' scores. REQUIRES: as ScoreReleases.
 Regression MakeRegression(const Group& g, std::vector<Suspect> scored, const FleetSeries& fleet,
                           const CorrelateOptions& options);
+
+// One release's effect on one measure (effects.cc): log ratio for relative
+// metrics, else a difference; z > 0 is harmful (for neutral metrics, up).
+struct MeasureEffect {
+  int metric = 0;  // into Metrics()
+  bool identified = false;
+  double effect = 0;
+  double se = 0;
+  double z = 0;
+  // Raw means on the release's nodes: while it ran there, and before it got
+  // there.
+  double before = 0;
+  double after = 0;
+  std::vector<std::pair<int, double>> per_node;  // node -> its own effect
+  int nodes_harmed = 0;                          // per_node entries in the harmful direction
+  // The smallest harmful z with any one node left out (z itself with one
+  // node): a fault of one node is not a release's effect on all of them.
+  double robust_z = 0;
+  double robust_effect = 0;  // the pooled effect without that node
+  // The effect over each node's first kEarlyS in the release (after its
+  // transition), averaged over the nodes: a release's effect is there from
+  // the start; a fault that began later is not (NaN: no such cells).
+  double early = std::numeric_limits<double>::quiet_NaN();
+};
+
+// The first seconds of a release on a node that its early effect is read on.
+inline constexpr double kEarlyS = 300;
+
+struct ReleaseEffect {
+  std::size_t reach = 0;                // into the reaches
+  std::vector<MeasureEffect> measures;  // the metrics with data, in Metrics() order
+};
+
+struct EffectsFit {
+  std::vector<ReleaseEffect> releases;  // one per reach
+  // d log(per-token latency) / d log(running batch), within nodes and time;
+  // NaN without a running-batch series.
+  double load_slope = std::numeric_limits<double>::quiet_NaN();
+};
+
+// effects.cc: the metrics a regression may be headed by, the measures users
+// care about (per-token latency, clocks, throttle and error states, the
+// link); the others (power, activities, occupancy, temperature, tails,
+// tokens/s) are evidence.
+bool CanHeadRegression(std::string_view metric);
+
+// effects.cc: every release's effect on every measure, from one two-way
+// fixed-effects panel per measure over the fleet's nodes
+// (docs/analysis-method.md, "Release effects").
+EffectsFit EstimateReleaseEffects(const FleetSeries& fleet, const std::vector<Reach>& reaches);
+
+// regression.cc: release `reach`'s regression from its effects, when one of
+// its heading measures is significantly and materially worse on most of its
+// nodes (`z_crit`: the one-sided bound after correction for the tests
+// made); `others` ranks the candidates. Nullopt when none is.
+std::optional<Regression> MakeReleaseRegression(const ReleaseEffect& effect,
+                                                const std::vector<ReleaseEffect>& others,
+                                                const std::vector<Reach>& reaches,
+                                                const FleetSeries& fleet, double z_crit);
 
 }  // namespace gpucanary::analysis::correlate

@@ -136,17 +136,15 @@ TEST_F(CorrelateFleetTest, ANodesOwnFaultIsNotBlamedOnTheReleaseItRuns) {
   EXPECT_NE(r->summary.find("no release explains this"), std::string::npos);
 }
 
-TEST_F(CorrelateFleetTest, AFleetWideHeatWaveIsNoRelease) {
-  const Regression* heat = nullptr;
+// The heat wave from 890 s warms every GPU by degrees but slows nothing
+// (no throttling, no clock or latency change): a temperature is evidence,
+// not a regression users care about (issue 19), so it is no report at all,
+// and nothing from then on is blamed on a release.
+TEST_F(CorrelateFleetTest, AFleetWideHeatWaveThatSlowsNothingIsNoRegression) {
   for (const Regression& r : fleet_report->regressions) {
-    if (r.metric == "DCGM_FI_DEV_GPU_TEMP" && r.at >= 1764680890.0) heat = &r;
+    EXPECT_NE(r.metric, "DCGM_FI_DEV_GPU_TEMP") << r.summary;
+    if (r.at >= 1764680890.0) EXPECT_TRUE(r.suspects.empty()) << r.summary;
   }
-  ASSERT_NE(heat, nullptr) << CorrelateReportText(*fleet_report);
-  EXPECT_TRUE(heat->suspects.empty());
-  EXPECT_EQ(heat->causes.front().scope, vocab::Scope::kFleet);
-  EXPECT_GE(heat->nodes.size(), 8u);
-  EXPECT_GT(heat->change, 5.0);  // degrees, absolute
-  EXPECT_FALSE(heat->change_relative);
 }
 
 TEST_F(CorrelateFleetTest, NoHarmlessReleaseIsEverNamed) {
@@ -194,6 +192,46 @@ TEST_F(CorrelateFleetTest, JsonHasDesignFieldsInOrder) {
             (std::vector<std::string>{"metric", "at", "change", "gpus", "suspects", "causes"}));
   EXPECT_EQ(j["resolution_s"], 10);
   EXPECT_EQ(j["gpus"], 20);
+}
+
+// Issue 19's sensitivity bar: a release 2% slower per token on 16 GPUs
+// (8 nodes x 2), with 30 minutes of data after it, beside a harmless release
+// on 4 other nodes, diurnal load and bursts. No change point clears a 2%
+// step in one node's noise (the floor is 10%); pooled over its nodes and
+// time at equal load, the release's effect does.
+TEST(CorrelateTest, ATwoPercentSlowerReleaseOnSixteenGpusIsFoundAndNamed) {
+  constexpr const char* kSmall = R"(
+seed: 23
+duration: 2500s
+fleet:
+  - {nodes: "node-[1-16]", gpu: h100-sxm, gpus: 2}
+releases:
+  stable: {profile: baseline}
+  sampler-2: {profile: baseline, slowdown: 1.02}
+  router-9: {profile: baseline}
+traffic: {rps: 520, diurnal: {amplitude: 0.15, period: 40m}, bursts: {rate: 1/5m}}
+events:
+  - {at: 0s, deploy: stable, nodes: all}
+  - {at: 600s, deploy: sampler-2, nodes: [node-1, node-3, node-5, node-7, node-9, node-11, node-13, node-15]}
+  - {at: 640s, deploy: router-9, nodes: [node-2, node-4, node-6, node-8]}
+)";
+  const Simulated s = Simulate("small", kSmall);
+  const CorrelateReport report = CorrelateSimulated(s);
+  const Regression* found = nullptr;
+  for (const Regression& r : report.regressions) {
+    for (const Suspect& sus : r.suspects) {
+      EXPECT_EQ(sus.release, "sampler-2") << r.summary;
+      if (sus.release == "sampler-2") found = &r;
+    }
+  }
+  ASSERT_NE(found, nullptr) << CorrelateReportText(report);
+  EXPECT_EQ(found->metric, "vllm:time_per_output_token_seconds") << found->summary;
+  EXPECT_GT(found->change, 0.01) << found->summary;
+  EXPECT_LT(found->change, 0.04) << found->summary;
+  EXPECT_EQ(found->nodes.size(), 8u) << found->summary;
+  ASSERT_FALSE(found->causes.empty());
+  EXPECT_EQ(found->causes.front().kind, vocab::CauseKind::kSoftwareRegression);
+  EXPECT_LE(report.regressions.size(), 2u) << CorrelateReportText(report);
 }
 
 TEST(CorrelateTest, RejectsOptionsOutOfRange) {

@@ -92,21 +92,23 @@ std::optional<std::string> MechanismMetric(const Episode& e) {
   return std::nullopt;
 }
 
-// The headline: what the service lost when it lost something, else the
-// mechanism's own metric, else the largest harmful change ("" if none).
+// The headline: the per-token latency when the service lost it, else the
+// mechanism's own metric when users care about it, else the largest
+// harmful change of such a measure ("" if none). Tails (p99) corroborate
+// but never head.
 std::string Headline(const Episode& e) {
-  static constexpr std::string_view kService[] = {"vllm:time_per_output_token_seconds",
-                                                  "vllm:e2e_request_latency_seconds:p99"};
-  for (std::string_view m : kService) {
-    if (FindChange(e, m, +1) != nullptr) return std::string(m);
+  if (FindChange(e, "vllm:time_per_output_token_seconds", +1) != nullptr) {
+    return "vllm:time_per_output_token_seconds";
   }
-  if (std::optional<std::string> own = MechanismMetric(e)) return *own;
+  if (std::optional<std::string> own = MechanismMetric(e); own && CanHeadRegression(*own)) {
+    return *own;
+  }
   std::string headline;
   double best = -1;
   for (const Change& c : e.changes) {
     const MetricDef& def = Metrics()[static_cast<std::size_t>(c.metric)];
     const double size = std::fabs(c.change) / def.floor;
-    if (c.harmful && size > best) {
+    if (c.harmful && CanHeadRegression(def.name) && size > best) {
       best = size;
       headline = std::string(def.name);
     }
@@ -179,7 +181,12 @@ std::vector<Episode> OpenEpisodes(const std::vector<Change>& all, int gpu, int n
                                   std::size_t link) {
   std::vector<Episode> mine;
   for (const Change& c : all) {
-    if (!c.harmful) continue;
+    // Only a measure users care about opens one (per-token latency, clocks,
+    // throttle and error states, the link); tails, temperature, occupancy and
+    // activities are evidence of what caused it.
+    if (!c.harmful || !CanHeadRegression(Metrics()[static_cast<std::size_t>(c.metric)].name)) {
+      continue;
+    }
     if (!mine.empty() && c.bucket <= mine.back().bucket + link) continue;
     Episode e;
     e.gpu = gpu;

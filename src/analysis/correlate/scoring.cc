@@ -29,8 +29,8 @@ using vocab::CauseKind;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// How plausible it is that a release (rather than hardware) causes `kind`;
-// 0.6 when no mechanism is named.
+}  // namespace
+
 double MechanismPlausibility(std::optional<CauseKind> kind, std::uint32_t xid) {
   if (!kind) return 0.6;
   switch (*kind) {
@@ -65,6 +65,8 @@ double MechanismPlausibility(std::optional<CauseKind> kind, std::uint32_t xid) {
   }
   return 0.6;
 }
+
+namespace {
 
 double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
   const double n = static_cast<double>(x.size());

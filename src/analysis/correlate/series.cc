@@ -69,6 +69,10 @@ std::vector<MetricDef> MakeMetrics() {
        true, 0.10, "s"},
       {"vllm:e2e_request_latency_seconds:p99", "vllm:e2e_request_latency_seconds", "", Level::kNode,
        Reduce::kP99, 0, Better::kLower, true, 0.20, "s"},
+      // The running batch: the load a node's per-token latency is read at
+      // (evidence only; release effects compare latencies at equal load).
+      {"vllm:num_requests_running", "vllm:num_requests_running", "", Level::kNode, Reduce::kMean, 0,
+       Better::kNeutral, true, 0.10, "requests"},
   };
 }
 
@@ -92,6 +96,7 @@ std::vector<std::string> SourceNames(std::string_view source) {
       {"vllm:time_per_output_token_seconds_sum", M::kPerTokenLatency, T::kHistogram, "_sum"},
       {"vllm:time_per_output_token_seconds_count", M::kPerTokenLatency, T::kHistogram, "_count"},
       {"vllm:e2e_request_latency_seconds", M::kE2eLatency, T::kHistogram, ""},
+      {"vllm:num_requests_running", M::kRunningRequests, T::kGauge, ""},
   };
   std::vector<std::string> names = {std::string(source)};
   for (const Alias& a : kAliases) {
