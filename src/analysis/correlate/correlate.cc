@@ -272,6 +272,30 @@ bool ServiceOnlyOnAFewNodes(const Regression& c, const FleetSeries& fleet) {
            static_cast<double>(c.nodes.size()) >= 0.8 * static_cast<double>(fleet.nodes.size()));
 }
 
+// The GPU gauges that follow the work are no data in a bucket where the
+// node's server generated no token (a deploy's GPUs idle at 345 MHz while
+// no server gap shows): as in the pooled test, an idle GPU is not a slower
+// one. Buckets without a token sample are left as they are.
+void MaskIdle(FleetSeries& fleet) {
+  const int tokens = MetricIndex("vllm:generation_tokens_per_s");
+  for (std::size_t n = 0; n < fleet.node_series.size() && n < fleet.nodes.size(); ++n) {
+    const EntitySeries* served = nullptr;
+    for (const EntitySeries& s : fleet.node_series[n]) {
+      if (s.metric == tokens) served = &s;
+    }
+    if (served == nullptr) continue;
+    for (int g : fleet.nodes[n].gpus) {
+      if (static_cast<std::size_t>(g) >= fleet.gpu_series.size()) continue;
+      for (EntitySeries& s : fleet.gpu_series[static_cast<std::size_t>(g)]) {
+        if (!FollowsWork(Metrics()[static_cast<std::size_t>(s.metric)].name)) continue;
+        for (std::size_t b = 0; b < s.values.size() && b < served->values.size(); ++b) {
+          if (served->values[b] == 0) s.values[b] = std::numeric_limits<double>::quiet_NaN();
+        }
+      }
+    }
+  }
+}
+
 // The regressions to report: every release's, then the changes no release's
 // regression already covers (one on its nodes from its arrival on, within
 // max_lag_s). A change keeps a release as suspect only when that release's
@@ -387,6 +411,7 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
   // (per-token latency read at equal load too).
   FleetSeries adjusted = fleet;
   AdjustLatencyForLoad(effects.load_slope, adjusted);
+  MaskIdle(adjusted);
   std::vector<Episode> episodes = FindEpisodes(adjusted);
   std::sort(episodes.begin(), episodes.end(), [](const Episode& a, const Episode& b) {
     return std::tie(a.bucket, a.gpu) < std::tie(b.bucket, b.gpu);

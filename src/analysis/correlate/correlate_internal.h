@@ -151,6 +151,11 @@ struct EffectsFit {
   double load_slope = std::numeric_limits<double>::quiet_NaN();
 };
 
+// effects.cc: the GPU gauges that follow the work (clocks, power,
+// temperature, activities, throttling): read only while the node served
+// tokens, since an idle GPU at 345 MHz is not a slower one.
+bool FollowsWork(std::string_view metric);
+
 // effects.cc: the metrics a regression may be headed by, the measures users
 // care about (per-token latency, clocks, throttle and error states, the
 // link); the others (power, activities, occupancy, temperature, tails,

@@ -57,15 +57,6 @@ std::vector<double> NodeValues(const FleetSeries& fleet, std::size_t n, int metr
   return out;
 }
 
-// GPU gauges that follow the work (clocks, power, activities, throttling)
-// are read only while the node served tokens: an idle GPU at 345 MHz is not
-// a slower one.
-bool FollowsWork(std::string_view name) {
-  return name == "DCGM_FI_DEV_SM_CLOCK" || name == "DCGM_FI_DEV_POWER_USAGE" ||
-         name == "DCGM_FI_DEV_GPU_TEMP" || name.starts_with("throttle:") ||
-         name.starts_with("DCGM_FI_PROF_");
-}
-
 // The buckets [from, to) that lie wholly in [t0, t1) seconds.
 std::pair<std::size_t, std::size_t> BucketsWithin(const FleetSeries& fleet, double t0, double t1) {
   const double res = static_cast<double>(fleet.resolution_s);
@@ -101,6 +92,12 @@ void LayOut(const FleetSeries& fleet, const std::vector<Reach>& reaches, stats::
 }
 
 }  // namespace
+
+bool FollowsWork(std::string_view name) {
+  return name == "DCGM_FI_DEV_SM_CLOCK" || name == "DCGM_FI_DEV_POWER_USAGE" ||
+         name == "DCGM_FI_DEV_GPU_TEMP" || name.starts_with("throttle:") ||
+         name.starts_with("DCGM_FI_PROF_");
+}
 
 bool CanHeadRegression(std::string_view metric) {
   return metric == "vllm:time_per_output_token_seconds" || metric == "DCGM_FI_DEV_SM_CLOCK" ||

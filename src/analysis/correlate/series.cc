@@ -193,6 +193,7 @@ class Builder {
   };
   std::vector<std::map<int, OpenHistogram>> open_hist_;
   std::vector<std::int64_t> last_service_s_;  // per node; min: never
+  std::vector<std::int64_t> prev_service_s_;  // per node: the sample before the last; min: none
   std::vector<std::int64_t> min_gap_s_;       // per node: its scrape interval, as seen
   std::vector<double> last_tokens_;           // per node; NaN: none
   std::vector<std::vector<Restart>> restarts_;
@@ -229,6 +230,7 @@ void Builder::Refresh() {
     node_acc_.resize(nn, std::vector<Accumulator>(defs.size()));
     open_hist_.resize(nn);
     last_service_s_.resize(nn, std::numeric_limits<std::int64_t>::min());
+    prev_service_s_.resize(nn, std::numeric_limits<std::int64_t>::min());
     min_gap_s_.resize(nn, std::int64_t{1} << 30);  // "none seen yet": far above any interval
     last_tokens_.resize(nn, kNaN);
     restarts_.resize(nn);
@@ -349,16 +351,21 @@ void Builder::NoteService(std::size_t node, std::int64_t time_s) {
     }
     min_gap_s_[node] = std::min(min_gap_s_[node], gap);
   }
+  prev_service_s_[node] = prev;
   last_service_s_[node] = time_s;
 }
 
 // The node's generated-tokens counter read `value`: one that went back is a
-// restart.
+// restart, somewhere since the node's previous service sample (a 15 s
+// scrape can miss a 28 s restart's gap, not its reset).
 void Builder::NoteTokens(std::size_t node, double value, std::int64_t time_s) {
   const double prev = last_tokens_[node];
   if (!std::isnan(prev) && value < prev) {
     std::vector<Restart>& r = restarts_[node];
-    if (r.empty() || r.back().to_s < time_s) r.push_back({time_s, time_s});
+    const std::int64_t since = prev_service_s_[node];
+    const std::int64_t from =
+        since == std::numeric_limits<std::int64_t>::min() ? time_s : std::min(since + 1, time_s);
+    if (r.empty() || r.back().to_s < time_s) r.push_back({from, time_s});
   }
   last_tokens_[node] = value;
 }
@@ -439,10 +446,20 @@ void CollectSeries(std::vector<std::vector<Accumulator>>& acc, std::size_t facto
   }
 }
 
-// Masks each restart and its warm-up on the node and its GPUs.
+bool KeptThroughRestarts(std::string_view name) {
+  return name == "DCGM_FI_DEV_PCIE_LINK_WIDTH" || name == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" ||
+         name == "DCGM_FI_DEV_XID_ERRORS" || name == "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL" ||
+         name == "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL";
+}
+
+// Masks each restart and its warm-up on the node and its GPUs (but the
+// GPUs' link width and error counts: KeptThroughRestarts).
 void MaskRestarts(std::int64_t warmup_s, FleetSeries& out) {
   const auto mask = [&](std::vector<EntitySeries>& series, std::size_t b0, std::size_t b1) {
     for (EntitySeries& s : series) {
+      // A GPU's link width and error counts are its state, not its work: a
+      // link that trains down at the restart is the event, not warm-up.
+      if (KeptThroughRestarts(Metrics()[static_cast<std::size_t>(s.metric)].name)) continue;
       for (std::size_t b = b0; b <= b1 && b < s.values.size(); ++b) s.values[b] = kNaN;
     }
   };
