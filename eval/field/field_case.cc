@@ -281,20 +281,7 @@ void PowerCapRegression(Rng& rng, FieldCase& c, double drop) {
   c.tensor_scale = rng.Uniform(1.1, 1.5);
   const Sku& sku = *c.sku;
   const double f_t = std::floor(sku.f_max_mhz * (1 - drop) / sku.f_step_mhz) * sku.f_step_mhz;
-  const double ratio = sku.f_max_mhz / f_t;
-  EngineState st;
-  EngineSecond sec;
-  for (int i = 0; i < 200; ++i) sec = StepEngine(c.model, c.rps, ratio, 1, st);
-  Activity a = ActivityOf(c.model, sec, ratio, c.tensor_scale, 1);
-  const Board board;
-  const double v = (sku.v_min + (sku.v_max - sku.v_min) * (f_t - sku.f_idle_mhz) /
-                                    (sku.f_max_mhz - sku.f_idle_mhz)) /
-                   sku.v_max;
-  const double temp = 65;
-  const double fixed = sku.idle_power_w * (1 + 0.006 * (temp - 35)) + sku.hbm_power_w * a.dram;
-  const double per_a = sku.dyn_power_w * (f_t / sku.f_max_mhz) * v * v;
-  const double need_a = (0.985 * sku.power_limit_w - fixed) / per_a;
-  c.toggle = std::clamp((need_a - 0.45 * a.sm) / (0.75 * std::max(a.tensor, 0.05)), 1.0, 6.0);
+  c.toggle = ToggleForClock(c.model, sku, c.rps, c.tensor_scale, f_t);
   char buf[200];
   std::snprintf(buf, sizeof buf,
                 "release draws more power per token (tensor ×%.2f, switching ×%.2f): clock "
@@ -600,12 +587,34 @@ std::string_view ExpectName(Expect e) {
   return "?";
 }
 
-double SteadyPower(const FieldCase& c, double rps, double toggle, double tensor_scale) {
+double SteadyBoardPower(const ModelProfile& m, const Sku& sku, double rps, double toggle,
+                        double tensor_scale) {
   EngineState st;
   EngineSecond sec;
-  for (int i = 0; i < 200; ++i) sec = StepEngine(c.model, rps, 1, 1, st);
-  const Activity a = ActivityOf(c.model, sec, 1, tensor_scale, toggle);
-  return BoardPower(*c.sku, Board{}, a, c.sku->f_max_mhz, 60);
+  for (int i = 0; i < 200; ++i) sec = StepEngine(m, rps, 1, 1, st);
+  const Activity a = ActivityOf(m, sec, 1, tensor_scale, toggle);
+  return BoardPower(sku, Board{}, a, sku.f_max_mhz, 60);
+}
+
+double SteadyPower(const FieldCase& c, double rps, double toggle, double tensor_scale) {
+  return SteadyBoardPower(c.model, *c.sku, rps, toggle, tensor_scale);
+}
+
+double ToggleForClock(const ModelProfile& m, const Sku& sku, double rps, double tensor_scale,
+                      double f_t) {
+  const double ratio = sku.f_max_mhz / f_t;
+  EngineState st;
+  EngineSecond sec;
+  for (int i = 0; i < 200; ++i) sec = StepEngine(m, rps, ratio, 1, st);
+  const Activity a = ActivityOf(m, sec, ratio, tensor_scale, 1);
+  const double v = (sku.v_min + (sku.v_max - sku.v_min) * (f_t - sku.f_idle_mhz) /
+                                    (sku.f_max_mhz - sku.f_idle_mhz)) /
+                   sku.v_max;
+  const double temp = 65;
+  const double fixed = sku.idle_power_w * (1 + 0.006 * (temp - 35)) + sku.hbm_power_w * a.dram;
+  const double per_a = sku.dyn_power_w * (f_t / sku.f_max_mhz) * v * v;
+  const double need_a = (0.985 * sku.power_limit_w - fixed) / per_a;
+  return std::clamp((need_a - 0.45 * a.sm) / (0.75 * std::max(a.tensor, 0.05)), 1.0, 6.0);
 }
 
 std::optional<CaseClass> ParseClass(std::string_view name) {

@@ -192,4 +192,13 @@ double RpsFor(const ModelProfile& m, double u);
 // (the calibration the case builder uses for thermal and power events).
 double SteadyPower(const FieldCase& c, double rps, double toggle, double tensor_scale);
 
+// The same for model `m` on `sku` at `rps` requests/s per engine.
+double SteadyBoardPower(const ModelProfile& m, const Sku& sku, double rps, double toggle,
+                        double tensor_scale);
+
+// The switching factor (toggle) that puts `sku`'s power limit at clock
+// `f_t` MHz for `m` at `rps` with `tensor_scale` (the power-cap classes).
+double ToggleForClock(const ModelProfile& m, const Sku& sku, double rps, double tensor_scale,
+                      double f_t);
+
 }  // namespace gpucanary::eval::field

@@ -336,11 +336,7 @@ std::vector<int> AddHealthy(Rng& rng, FleetCase& c, LogBuilder& log, int count, 
 // Mean steady board power of one GPU at `rps` and full clock (field's
 // calibration, on this case's fleet).
 double Steady(const FleetCase& c, double rps, double toggle, double tensor_scale) {
-  field::EngineState st;
-  field::EngineSecond sec;
-  for (int i = 0; i < 200; ++i) sec = field::StepEngine(c.model, rps, 1, 1, st);
-  const field::Activity a = field::ActivityOf(c.model, sec, 1, tensor_scale, toggle);
-  return field::BoardPower(*c.sku, field::Board{}, a, c.sku->f_max_mhz, 60);
+  return field::SteadyBoardPower(c.model, *c.sku, rps, toggle, tensor_scale);
 }
 
 // The toggle that puts the power limit at a clock `drop` below f_max (as
@@ -348,19 +344,7 @@ double Steady(const FleetCase& c, double rps, double toggle, double tensor_scale
 double ToggleFor(const FleetCase& c, double tensor_scale, double drop) {
   const field::Sku& sku = *c.sku;
   const double f_t = std::floor(sku.f_max_mhz * (1 - drop) / sku.f_step_mhz) * sku.f_step_mhz;
-  const double ratio = sku.f_max_mhz / f_t;
-  field::EngineState st;
-  field::EngineSecond sec;
-  for (int i = 0; i < 200; ++i) sec = field::StepEngine(c.model, c.rps, ratio, 1, st);
-  const field::Activity a = field::ActivityOf(c.model, sec, ratio, tensor_scale, 1);
-  const double v = (sku.v_min + (sku.v_max - sku.v_min) * (f_t - sku.f_idle_mhz) /
-                                    (sku.f_max_mhz - sku.f_idle_mhz)) /
-                   sku.v_max;
-  const double temp = 65;
-  const double fixed = sku.idle_power_w * (1 + 0.006 * (temp - 35)) + sku.hbm_power_w * a.dram;
-  const double per_a = sku.dyn_power_w * (f_t / sku.f_max_mhz) * v * v;
-  const double need_a = (0.985 * sku.power_limit_w - fixed) / per_a;
-  return std::clamp((need_a - 0.45 * a.sm) / (0.75 * std::max(a.tensor, 0.05)), 1.0, 6.0);
+  return field::ToggleForClock(c.model, sku, c.rps, tensor_scale, f_t);
 }
 
 Effect DrawEffect(Rng& rng, const FleetCase& c, EffectKind kind, std::string& what) {
