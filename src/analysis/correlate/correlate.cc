@@ -268,8 +268,7 @@ bool ServiceOnlyOnAFewNodes(const Regression& c, const FleetSeries& fleet) {
                         *kind != K::kLowOccupancy;
   if (hardware || !c.suspects.empty()) return false;
   if (!c.metric.starts_with("vllm:")) return false;
-  return !(c.nodes.size() >= 3 &&
-           static_cast<double>(c.nodes.size()) >= 0.8 * static_cast<double>(fleet.nodes.size()));
+  return !FleetWide(c.nodes.size(), fleet.nodes.size());
 }
 
 // The GPU gauges that follow the work are no data in a bucket where the
@@ -345,11 +344,8 @@ std::vector<Regression> Combine(std::vector<Regression> released, std::vector<Re
                   [&](const Suspect& s) { return effect_on(s.release, c.metric) < kSupportZ; });
     if (c.suspects.empty() && !c.causes.empty() &&
         c.causes.front().scope == vocab::Scope::kRelease) {
-      c.causes.front().scope =
-          c.nodes.size() >= 3 && static_cast<double>(c.nodes.size()) >=
-                                     0.8 * static_cast<double>(fleet.nodes.size())
-              ? vocab::Scope::kFleet
-              : vocab::Scope::kNode;
+      c.causes.front().scope = FleetWide(c.nodes.size(), fleet.nodes.size()) ? vocab::Scope::kFleet
+                                                                             : vocab::Scope::kNode;
       const std::size_t cut = c.summary.find("; suspect ");
       if (cut != std::string::npos) {
         c.summary =
@@ -375,7 +371,7 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
       BuildSeries(replay, options.resolution_s, options.from_s, options.to_s, options.warmup_s,
                   CorrelateOptions::kMaxBuckets);
   if (!built) return Error(built.error());
-  const FleetSeries& fleet = *built;
+  FleetSeries& fleet = *built;
 
   CorrelateReport report;
   report.resolution_s = fleet.resolution_s;
@@ -408,16 +404,16 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
   }
 
   // Then what no release explains: the change points of each GPU and node
-  // (per-token latency read at equal load too).
-  FleetSeries adjusted = fleet;
-  AdjustLatencyForLoad(effects.load_slope, adjusted);
-  MaskIdle(adjusted);
-  std::vector<Episode> episodes = FindEpisodes(adjusted);
+  // (per-token latency read at equal load too; adjusted in place, since the
+  // pooled effects above were the last to read the series as measured).
+  AdjustLatencyForLoad(effects.load_slope, fleet);
+  MaskIdle(fleet);
+  std::vector<Episode> episodes = FindEpisodes(fleet);
   std::sort(episodes.begin(), episodes.end(), [](const Episode& a, const Episode& b) {
     return std::tie(a.bucket, a.gpu) < std::tie(b.bucket, b.gpu);
   });
   std::vector<Regression> changed =
-      Attribute(GroupEpisodes(episodes, adjusted, options), reaches, adjusted, options);
+      Attribute(GroupEpisodes(episodes, fleet, options), reaches, fleet, options);
   report.regressions =
       Combine(std::move(released), std::move(changed), effects, reaches, fleet, options);
   return report;

@@ -80,6 +80,12 @@ struct Scored {
   std::vector<std::set<int>> explained;
 };
 
+// A change on `changed` of the fleet's `nodes` nodes is fleet-wide: at least
+// 3 nodes and 80% of the fleet (a heat wave, a load shift).
+inline bool FleetWide(std::size_t changed, std::size_t nodes) {
+  return changed >= 3 && static_cast<double>(changed) >= 0.8 * static_cast<double>(nodes);
+}
+
 // The median of `v` (the mean of the two middle values for an even count);
 // NaN for an empty `v`.
 double Median(std::vector<double> v);

@@ -120,10 +120,7 @@ void RankReleases(std::vector<Suspect> scored, const CorrelateOptions& options, 
 // every node changed at once; else the nodes'.
 vocab::Scope ScopeOf(const Group& g, const Regression& out, const FleetSeries& fleet) {
   if (!out.suspects.empty()) return vocab::Scope::kRelease;
-  if (g.node_onset.size() >= 3 &&
-      static_cast<double>(g.node_onset.size()) >= 0.8 * static_cast<double>(fleet.nodes.size())) {
-    return vocab::Scope::kFleet;
-  }
+  if (FleetWide(g.node_onset.size(), fleet.nodes.size())) return vocab::Scope::kFleet;
   return vocab::Scope::kNode;
 }
 
