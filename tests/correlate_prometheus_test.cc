@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "cli_harness.h"
@@ -46,29 +48,45 @@ events:
 class CorrelatePrometheusTest : public gpucanary::testing::CliHarness {
  protected:
   CorrelatePrometheusTest() : CliHarness("gpucanary-correlate-prom") {}
+
+  // Simulates `scenario` into dir_/`out` at `scrape_s` and starts Debian's
+  // Prometheus on its recording, backfilled with promtool; null (the
+  // failure recorded) when either fails.
+  std::unique_ptr<gpucanary::test::PrometheusProcess> Backfilled(std::string_view scenario,
+                                                                 const std::string& out,
+                                                                 int scrape_s) {
+    std::ofstream(dir_ / (out + ".yaml")) << scenario;
+    RunResult r = Run("sim --scenario " + (dir_ / (out + ".yaml")).string() + " --offline " +
+                      (dir_ / out).string() + " --scrape-interval " + std::to_string(scrape_s));
+    if (r.exit_code != 0) {
+      ADD_FAILURE() << r.err;
+      return nullptr;
+    }
+    std::string error;
+    auto prometheus = gpucanary::test::PrometheusProcess::Start(
+        [](int) { return std::string("global: {}\n"); }, {"--storage.tsdb.retention.time=100y"},
+        &error,
+        [&](const fs::path& data) {
+          const std::string cmd = "promtool tsdb create-blocks-from openmetrics " +
+                                  (dir_ / out / "telemetry.om").string() + " " + data.string() +
+                                  " >" + (dir_ / "promtool.log").string() + " 2>&1";
+          return std::system(cmd.c_str()) == 0;
+        });
+    if (prometheus == nullptr) {
+      ADD_FAILURE() << error << gpucanary::testing::Slurp(dir_ / "promtool.log");
+    }
+    return prometheus;
+  }
 };
 
 TEST_F(CorrelatePrometheusTest, BlamesTheReleaseFromAPrometheusBackfill) {
-  std::ofstream(dir_ / "fleet.yaml") << kScenario;
-  RunResult r = Run("sim --scenario " + (dir_ / "fleet.yaml").string() + " --offline " +
-                    (dir_ / "out").string() + " --scrape-interval 5");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string error;
-  auto prometheus = gpucanary::test::PrometheusProcess::Start(
-      [](int) { return std::string("global: {}\n"); }, {"--storage.tsdb.retention.time=100y"},
-      &error,
-      [&](const fs::path& data) {
-        const std::string cmd = "promtool tsdb create-blocks-from openmetrics " +
-                                (dir_ / "out" / "telemetry.om").string() + " " + data.string() +
-                                " >" + (dir_ / "promtool.log").string() + " 2>&1";
-        return std::system(cmd.c_str()) == 0;
-      });
-  ASSERT_NE(prometheus, nullptr) << error << gpucanary::testing::Slurp(dir_ / "promtool.log");
+  auto prometheus = Backfilled(kScenario, "out", 5);
+  ASSERT_NE(prometheus, nullptr);
 
   const std::string range =
       " --from " + std::to_string(kStart) + " --to " + std::to_string(kStart + 700);
-  r = Run("correlate --prometheus " + prometheus->url() + " --releases " +
-          (dir_ / "out" / "releases.jsonl").string() + range);
+  RunResult r = Run("correlate --prometheus " + prometheus->url() + " --releases " +
+                    (dir_ / "out" / "releases.jsonl").string() + range);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["gpus"], 12);
@@ -139,3 +157,68 @@ TEST_F(CorrelatePrometheusTest, BlamesTheReleaseFromAPrometheusBackfill) {
 }
 
 }  // namespace
+
+// Longer than 3 h, a Prometheus is read folded: one point per series per
+// bucket, computed by Prometheus (avg/last/max_over_time), never the raw
+// samples. The verdict is the raw one's: the same release blamed for the
+// same nodes' power brake, at the folded width.
+constexpr const char* kLongScenario = R"(seed: 9
+duration: 4h
+fleet:
+  - {nodes: "node-[1-6]", gpu: h100-sxm, gpus: 2}
+releases:
+  stable: {profile: baseline}
+  fp8-kernel: {profile: baseline, power_spikiness: 2.5}
+  tokenizer-fix: {profile: baseline}
+traffic: {rps: 200, diurnal: {amplitude: 0.2, period: 24h}}
+events:
+  - {at: 0s, deploy: stable, nodes: all}
+  - {at: 5400s, deploy: tokenizer-fix, nodes: [node-4, node-5]}
+  - {at: 7200s, deploy: fp8-kernel, nodes: [node-2, node-3]}
+)";
+
+TEST_F(CorrelatePrometheusTest, ALongRangeIsFoldedOnTheServerAndGivesTheRawVerdict) {
+  auto prometheus = Backfilled(kLongScenario, "long", 15);
+  ASSERT_NE(prometheus, nullptr);
+
+  const std::string args = " --releases " + (dir_ / "long" / "releases.jsonl").string() +
+                           " --from " + std::to_string(kStart) + " --to " +
+                           std::to_string(kStart + 4 * 3600);
+  RunResult r = Run("correlate --prometheus " + prometheus->url() + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json folded = nlohmann::json::parse(r.out);
+  // 4 h in at most 360 buckets: 60 s (kMaxFoldedBuckets, FoldedResolution).
+  EXPECT_EQ(folded["resolution_s"], 60);
+  EXPECT_EQ(folded["gpus"], 12);
+  RunResult raw_run = Run("correlate --telemetry " + (dir_ / "long" / "telemetry.om").string() +
+                          args + " --resolution 60");
+  ASSERT_EQ(raw_run.exit_code, 0) << raw_run.err;
+  const nlohmann::json raw = nlohmann::json::parse(raw_run.out);
+
+  // The suspects named, each with the nodes it is blamed for, agree.
+  const auto blamed = [](const nlohmann::json& report) {
+    std::map<std::string, std::set<std::string>> out;
+    for (const nlohmann::json& reg : report["regressions"]) {
+      for (const nlohmann::json& s : reg["suspects"]) {
+        for (const nlohmann::json& n : reg["nodes"]) {
+          out[s["release"].get<std::string>()].insert(n.get<std::string>());
+        }
+      }
+    }
+    return out;
+  };
+  const auto folded_blame = blamed(folded);
+  EXPECT_EQ(folded_blame, blamed(raw)) << r.out << "\n" << raw_run.out;
+  ASSERT_TRUE(folded_blame.contains("fp8-kernel")) << r.out;
+  EXPECT_EQ(folded_blame.at("fp8-kernel"), (std::set<std::string>{"node-2", "node-3"})) << r.out;
+  EXPECT_FALSE(folded_blame.contains("tokenizer-fix")) << r.out;
+  // Tokens per second are per second at any width (a node serves about
+  // 200 / 6 requests/s of a few hundred tokens: thousands, not a bucket's sum).
+  for (const nlohmann::json& reg : folded["regressions"]) {
+    for (const nlohmann::json& e : reg["evidence"]) {
+      if (e["metric"] != "vllm:generation_tokens_per_s") continue;
+      EXPECT_LT(e["before"].get<double>(), 5e4) << e.dump();
+      EXPECT_GT(e["before"].get<double>(), 1e3) << e.dump();
+    }
+  }
+}

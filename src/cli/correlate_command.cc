@@ -5,7 +5,8 @@
 // gpucanary correlate --url http://daemon:9464 [--from T] [--to T] ...: the
 // same over a running daemon's store and releases (GET /api/v1/correlate).
 // gpucanary correlate --prometheus URL --releases FILE [--from T] [--to T]:
-// the telemetry read from a Prometheus (its raw samples).
+// the telemetry read from a Prometheus (raw samples up to 3 h, folded into
+// buckets on the server beyond: analysis/correlate/sources.h).
 //
 // Exit status: 0 (whatever was found), 1 when the daemon or Prometheus refuses
 // or cannot be reached, 3 bad input or usage (a message on stderr, nothing on stdout).
@@ -180,16 +181,18 @@ Status Run(const CorrelateArgs& args, CommandContext& ctx) {
   if (!releases) return releases.error();
   Result<analysis::correlate::CorrelateReport> report = Error(StatusCode::kInternal, "no input");
   if (!args.prometheus.empty()) {
-    // Raw samples of the series the correlation reads, as Prometheus stored
-    // them; a Prometheus that cannot be reached is exit 1, not bad input.
-    Result<std::unique_ptr<analysis::Replay>> replay = analysis::correlate::FetchPrometheusReplay(
-        args.prometheus, {}, *options.from_s, *options.to_s);
-    if (!replay) {
-      ctx.err << "gpucanary correlate: " << replay.error().message() << "\n";
+    // The series the correlation reads, raw up to 3 h, folded into buckets
+    // on the server beyond (sources.h); a Prometheus that cannot be reached
+    // is exit 1, not bad input.
+    Result<analysis::correlate::PrometheusRead> read = analysis::correlate::FetchPrometheusReplay(
+        args.prometheus, {}, *options.from_s, *options.to_s, options.resolution_s);
+    if (!read) {
+      ctx.err << "gpucanary correlate: " << read.error().message() << "\n";
       ctx.exit_code = kExitFail;
       return Status::Ok();
     }
-    report = analysis::correlate::Correlate(**replay, *releases, options);
+    if (read->resolution_s > 0) options.resolution_s = read->resolution_s;
+    report = analysis::correlate::Correlate(*read->replay, *releases, options);
   } else {
     // Recordings in any layout (docs/recorded-telemetry.md).
     std::vector<analysis::ReplayInput> inputs;
@@ -231,8 +234,9 @@ void RegisterCorrelateCommand(CLI::App& app, CommandContext& ctx) {
                   "Release annotations, one JSON object per line (DESIGN.md §5)")
       ->type_name("FILE");
   cmd->add_option("--prometheus", args->prometheus,
-                  "Read the telemetry from this Prometheus (raw samples of --from..--to, at most "
-                  "24 h; default the last hour) instead of files")
+                  "Read the telemetry from this Prometheus instead of files: --from..--to, at most "
+                  "24 h (default the last hour); raw samples up to 3 h, folded into buckets of "
+                  "60 s or more on the server beyond")
       ->type_name("URL");
   AddServerFlags(cmd, args->server, /*required=*/false);
   cmd->add_option("--from", args->from, "Start of the range: Unix seconds or RFC 3339")

@@ -2,8 +2,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/correlate/correlate.h"
@@ -134,21 +136,29 @@ void CorrelateApi::Correlate(const net::HttpRequest& request, net::HttpResponse&
                   "source=prometheus: no Prometheus configured (canary.history_prometheus.url)");
     return;
   }
-  Result<std::unique_ptr<analysis::Replay>> replay =
-      params.prometheus
-          ? analysis::correlate::FetchPrometheusReplay(prometheus_.url, prometheus_.client,
-                                                       params.from_s, params.to_s)
-          : analysis::correlate::OpenStoreCorrelationReplay(store_, params.from_s, params.to_s);
-  if (!replay) {
-    if (params.prometheus) {
-      ReplyApiError(response, 502, "unavailable", replay.error().message());
-    } else {
-      ReplyApiError(response, 500, "internal", replay.error().message());
+  analysis::correlate::CorrelateOptions options = params.options;
+  std::unique_ptr<analysis::Replay> replay;
+  if (params.prometheus) {
+    // Raw up to 3 h, folded into buckets on the server beyond (sources.h).
+    Result<analysis::correlate::PrometheusRead> read = analysis::correlate::FetchPrometheusReplay(
+        prometheus_.url, prometheus_.client, params.from_s, params.to_s, options.resolution_s);
+    if (!read) {
+      ReplyApiError(response, 502, "unavailable", read.error().message());
+      return;
     }
-    return;
+    if (read->resolution_s > 0) options.resolution_s = read->resolution_s;
+    replay = std::move(read->replay);
+  } else {
+    Result<std::unique_ptr<analysis::Replay>> opened =
+        analysis::correlate::OpenStoreCorrelationReplay(store_, params.from_s, params.to_s);
+    if (!opened) {
+      ReplyApiError(response, 500, "internal", opened.error().message());
+      return;
+    }
+    replay = std::move(*opened);
   }
   Result<analysis::correlate::CorrelateReport> report =
-      analysis::correlate::Correlate(**replay, *log, params.options);
+      analysis::correlate::Correlate(*replay, *log, options);
   if (!report) {
     ReplyApiError(response, 500, "internal", report.error().message());
     return;

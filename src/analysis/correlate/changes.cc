@@ -17,6 +17,9 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// A level (before or after a change) is measured over at least this many
+// present buckets.
+constexpr std::size_t kMinLevelBuckets = 3;
 // A step may take this long to complete (a GPU heating up after its
 // cooling worsened); a slope taking longer (diurnal load) is not a step.
 constexpr std::int64_t kRampS = 60;
@@ -100,7 +103,13 @@ ChangeFinder::ChangeFinder(const EntitySeries& series, std::int64_t resolution_s
       // mostly zero: their level is the mean, where a median would see none.
       events_(def_.reduce == Reduce::kRate || def_.reduce == Reduce::kNonZeroFraction ||
               def_.reduce == Reduce::kBitFraction),
-      persist_(static_cast<std::size_t>((kPersistS + resolution_s - 1) / resolution_s)),
+      // At least the 3 buckets a level is measured over (LevelWindows): at
+      // 60 s buckets and coarser (a day folded by a Prometheus, a week
+      // from the store) kPersistS alone is 1-2 buckets, and no change
+      // could ever pass.
+      persist_(std::max<std::size_t>(
+          kMinLevelBuckets,
+          static_cast<std::size_t>((kPersistS + resolution_s - 1) / resolution_s))),
       ramp_(static_cast<std::size_t>(kRampS / resolution_s)) {
   // Relative metrics are segmented on the log scale, where a 10% step is the
   // same size at any level.
@@ -202,7 +211,7 @@ std::optional<Windows> ChangeFinder::LevelWindows(std::size_t first, std::size_t
   Windows w;
   w.before = PresentBefore(y_, at, std::min(persist_, Present(y_, lookback, at).size()));
   w.after = Present(y_, after_from, after_from + persist_);
-  if (w.before.size() < 3 || w.after.size() < 3) return std::nullopt;
+  if (w.before.size() < kMinLevelBuckets || w.after.size() < kMinLevelBuckets) return std::nullopt;
   return w;
 }
 

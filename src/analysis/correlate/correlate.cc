@@ -19,9 +19,12 @@
 #include "analysis/correlate/correlate_internal.h"
 #include "analysis/correlate/series.h"
 #include "analysis/stats/normal.h"
+#include "core/time_format.h"
 
 namespace gpucanary::analysis::correlate {
 namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The family-wise error rate of the release effects reported.
 constexpr double kAlpha = 0.01;
@@ -57,6 +60,23 @@ std::vector<ReleaseReach> DescribeReaches(const std::vector<Reach>& reaches,
     out.push_back(std::move(rr));
   }
   return out;
+}
+
+// Each release's pooled effects on the measures users care about, in the
+// metric's unit, with 99% intervals (two-sided, 2.576 standard errors).
+void DescribeEffects(const EffectsFit& effects, std::vector<ReleaseReach>& releases) {
+  constexpr double kZ99 = 2.5758293035489004;
+  for (const ReleaseEffect& re : effects.releases) {
+    if (re.reach >= releases.size()) continue;
+    for (const MeasureEffect& me : re.measures) {
+      const MetricDef& def = Metrics()[static_cast<std::size_t>(me.metric)];
+      if (!me.identified || !CanHeadRegression(def.name) || !std::isfinite(me.se)) continue;
+      const auto unit = [&](double beta) { return def.relative ? std::expm1(beta) : beta; };
+      releases[re.reach].effects.push_back({std::string(def.name), unit(me.effect),
+                                            unit(me.effect - kZ99 * me.se),
+                                            unit(me.effect + kZ99 * me.se), me.z, def.relative});
+    }
+  }
 }
 
 // Where a mechanism ranks when episodes of several kinds are one
@@ -340,6 +360,9 @@ std::vector<Regression> Combine(std::vector<Regression> released, std::vector<Re
   for (Regression& c : changed) {
     if (covered(c)) continue;
     if (ServiceOnlyOnAFewNodes(c, fleet)) continue;
+    // A fleet-wide latency move no release is suspected of, along the
+    // fleet's own latency-load curve: load, not a regression.
+    if (c.suspects.empty() && FleetLoadExplains(c.metric, c.at, c.nodes, fleet)) continue;
     std::erase_if(c.suspects,
                   [&](const Suspect& s) { return effect_on(s.release, c.metric) < kSupportZ; });
     if (c.suspects.empty() && !c.causes.empty() &&
@@ -362,7 +385,186 @@ std::vector<Regression> Combine(std::vector<Regression> released, std::vector<Re
   return out;
 }
 
+// One node's own fault is one report, however often it flares: a GPU
+// that thermal-throttles every few minutes for hours gives an episode per
+// flare (they are more than group_window_s apart), and a day of it gave
+// 16 reports. Regressions no release is suspected of, of one mechanism, on
+// the same nodes and not fleet-wide, become the first of them, with the
+// GPUs of all and "recurred N times until T" in the summary.
+std::vector<Regression> MergeRecurring(std::vector<Regression> regressions,
+                                       const FleetSeries& fleet) {
+  const auto kind_of = [](const Regression& r) {
+    return r.causes.empty() ? std::optional<vocab::CauseKind>() : r.causes.front().kind;
+  };
+  std::vector<Regression> out;
+  std::vector<int> recurred;
+  std::vector<double> last;
+  for (Regression& r : regressions) {
+    const bool own = r.suspects.empty() && kind_of(r).has_value() &&
+                     !FleetWide(r.nodes.size(), fleet.nodes.size());
+    std::size_t into = out.size();
+    if (own) {
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (out[i].suspects.empty() && kind_of(out[i]) == kind_of(r) && out[i].nodes == r.nodes) {
+          into = i;
+          break;
+        }
+      }
+    }
+    if (into == out.size()) {
+      out.push_back(std::move(r));
+      recurred.push_back(0);
+      last.push_back(out.back().at);
+      continue;
+    }
+    Regression& first = out[into];
+    std::vector<std::string> gpus;
+    std::set_union(first.gpus.begin(), first.gpus.end(), r.gpus.begin(), r.gpus.end(),
+                   std::back_inserter(gpus));
+    first.gpus = std::move(gpus);
+    ++recurred[into];
+    last[into] = std::max(last[into], r.at);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (recurred[i] == 0) continue;
+    out[i].summary += "; recurred " + std::to_string(recurred[i]) + " times until " +
+                      FormatUtcMillis(static_cast<std::int64_t>(last[i] * 1000));
+  }
+  return out;
+}
+
 }  // namespace
+
+namespace {
+
+// How a fleet's latency moved at a change, against one measure of its load.
+struct CurveStep {
+  double residual = kNaN;  // the latency's step off its curve on the load (log)
+  double load = kNaN;      // the load's own step (log)
+};
+
+// The changed nodes' mean log `metric` against their mean log `load`, per
+// bucket; a quadratic fitted over the whole range; the steps, at bucket
+// `t0`, of its residuals and of the load (medians over `w` buckets either
+// side). NaN steps when there is too little to fit.
+CurveStep StepOffCurve(int metric, int load, std::size_t t0, std::size_t w,
+                       const std::vector<std::string>& nodes, const FleetSeries& fleet) {
+  std::vector<const EntitySeries*> ys;
+  std::vector<const EntitySeries*> xs;
+  for (std::size_t n = 0; n < fleet.nodes.size() && n < fleet.node_series.size(); ++n) {
+    if (!std::binary_search(nodes.begin(), nodes.end(), fleet.nodes[n].host)) continue;
+    const EntitySeries* y = nullptr;
+    const EntitySeries* x = nullptr;
+    for (const EntitySeries& s : fleet.node_series[n]) {
+      if (s.metric == metric) y = &s;
+      if (s.metric == load) x = &s;
+    }
+    if (y != nullptr && x != nullptr) {
+      ys.push_back(y);
+      xs.push_back(x);
+    }
+  }
+  if (ys.size() < 2) return {};
+  std::vector<double> yb(fleet.buckets, kNaN);
+  std::vector<double> xb(fleet.buckets, kNaN);
+  for (std::size_t b = 0; b < fleet.buckets; ++b) {
+    double sy = 0;
+    double sx = 0;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < ys.size(); ++i) {
+      const double y = b < ys[i]->values.size() ? ys[i]->values[b] : kNaN;
+      const double x = b < xs[i]->values.size() ? xs[i]->values[b] : kNaN;
+      if (!(y > 0) || !(x > 0)) continue;
+      sy += std::log(y);
+      sx += std::log(x);
+      ++n;
+    }
+    if (2 * n < ys.size()) continue;
+    yb[b] = sy / static_cast<double>(n);
+    xb[b] = sx / static_cast<double>(n);
+  }
+  // y = c0 + c1 x + c2 x^2 by least squares (x centred: well conditioned).
+  double xm = 0;
+  std::size_t m = 0;
+  for (std::size_t b = 0; b < fleet.buckets; ++b) {
+    if (std::isfinite(yb[b])) {
+      xm += xb[b];
+      ++m;
+    }
+  }
+  if (m < 20) return {};
+  xm /= static_cast<double>(m);
+  double s[5] = {0, 0, 0, 0, 0};  // sums of x^0..x^4
+  double t[3] = {0, 0, 0};        // sums of y x^0..x^2
+  for (std::size_t b = 0; b < fleet.buckets; ++b) {
+    if (!std::isfinite(yb[b])) continue;
+    const double x = xb[b] - xm;
+    double p = 1;
+    for (int k = 0; k < 5; ++k) {
+      s[k] += p;
+      if (k < 3) t[k] += yb[b] * p;
+      p *= x;
+    }
+  }
+  // Cramer's rule on the 3x3 normal equations.
+  const auto det3 = [](double a, double b, double c, double d, double e, double f, double g,
+                       double h, double i) {
+    return a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g);
+  };
+  const double det = det3(s[0], s[1], s[2], s[1], s[2], s[3], s[2], s[3], s[4]);
+  if (!(std::fabs(det) > 1e-12)) return {};
+  const double c0 = det3(t[0], s[1], s[2], t[1], s[2], s[3], t[2], s[3], s[4]) / det;
+  const double c1 = det3(s[0], t[0], s[2], s[1], t[1], s[3], s[2], t[2], s[4]) / det;
+  const double c2 = det3(s[0], s[1], t[0], s[1], s[2], t[1], s[2], s[3], t[2]) / det;
+  std::vector<double> before;
+  std::vector<double> after;
+  std::vector<double> load_before;
+  std::vector<double> load_after;
+  for (std::size_t b = t0 >= w ? t0 - w : 0; b < fleet.buckets && b < t0 + w; ++b) {
+    if (!std::isfinite(yb[b])) continue;
+    const double x = xb[b] - xm;
+    (b < t0 ? before : after).push_back(yb[b] - (c0 + c1 * x + c2 * x * x));
+    (b < t0 ? load_before : load_after).push_back(xb[b]);
+  }
+  if (before.size() < 3 || after.size() < 3) return {};
+  return {Median(after) - Median(before), Median(load_after) - Median(load_before)};
+}
+
+}  // namespace
+
+// A fleet-wide change of a service latency that the fleet's own load
+// explains: the fleet moved along its latency-load curve (more requests, a
+// bigger batch, each decode step reading more KV cache), not off it. Two
+// readings of the load, each a curve fitted over the whole range
+// (StepOffCurve): the fleet's throughput (tokens/s: what users send; a
+// slower release does not move it below capacity), and its running batch
+// (steeper near capacity, where the queue builds), the latter only when
+// the throughput itself rose by its floor (5%) at the change: a slower
+// fleet's batch grows too (Little's law), so the batch alone would hide a
+// slowdown nobody announced. Explained when, on either reading, the
+// latency's step off the curve stays below the metric's floor.
+bool FleetLoadExplains(std::string_view metric_name, double at_s,
+                       const std::vector<std::string>& nodes, const FleetSeries& fleet) {
+  constexpr std::int64_t kLoadWindowS = 600;
+  const int metric = MetricIndex(metric_name);
+  const int tokens = MetricIndex("vllm:generation_tokens_per_s");
+  const int running = MetricIndex("vllm:num_requests_running");
+  if (metric < 0) return false;
+  const MetricDef& def = Metrics()[static_cast<std::size_t>(metric)];
+  if (def.level != Level::kNode || def.better != Better::kLower || !def.relative) return false;
+  if (!FleetWide(nodes.size(), fleet.nodes.size())) return false;
+  const auto at = static_cast<std::int64_t>(at_s) - fleet.start_s;
+  if (at < 0) return false;
+  const auto t0 = static_cast<std::size_t>(at / fleet.resolution_s);
+  const auto w =
+      static_cast<std::size_t>(std::max<std::int64_t>(3, kLoadWindowS / fleet.resolution_s));
+  const double floor = std::log1p(def.floor);
+  const CurveStep by_tokens = StepOffCurve(metric, tokens, t0, w, nodes, fleet);
+  if (by_tokens.residual < floor) return true;
+  const double tokens_floor = std::log1p(Metrics()[static_cast<std::size_t>(tokens)].floor);
+  if (!(by_tokens.load >= tokens_floor)) return false;
+  return StepOffCurve(metric, running, t0, w, nodes, fleet).residual < floor;
+}
 
 Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Release>& releases,
                                   const CorrelateOptions& options) {
@@ -393,6 +595,7 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
   // every measure; a significant, material one on a measure users care
   // about is that release's regression.
   const EffectsFit effects = EstimateReleaseEffects(fleet, reaches);
+  DescribeEffects(effects, report.releases);
   std::vector<Regression> released;
   const double z_crit = CriticalZ(effects);
   for (const ReleaseEffect& re : effects.releases) {
@@ -414,8 +617,8 @@ Result<CorrelateReport> Correlate(Replay& replay, const std::vector<releases::Re
   });
   std::vector<Regression> changed =
       Attribute(GroupEpisodes(episodes, fleet, options), reaches, fleet, options);
-  report.regressions =
-      Combine(std::move(released), std::move(changed), effects, reaches, fleet, options);
+  report.regressions = MergeRecurring(
+      Combine(std::move(released), std::move(changed), effects, reaches, fleet, options), fleet);
   return report;
 }
 

@@ -114,6 +114,19 @@ struct ReleaseReach {
     bool observed = false;  // from a restart seen in telemetry (else started_at)
   };
   std::vector<Arrival> arrivals;  // in the order it reached them
+  // Its pooled effect (docs/analysis-method.md §2) on each measure users
+  // care about that it could be told apart on: a release with no
+  // regression still shows how close it came, and how small an effect the
+  // data could have shown.
+  struct Effect {
+    std::string metric;
+    double change = 0;  // relative (after / before - 1), or absolute
+    double low = 0;     // its 99% interval
+    double high = 0;
+    double z = 0;  // positive: harmful
+    bool relative = true;
+  };
+  std::vector<Effect> effects;
 };
 
 struct CorrelateReport {

@@ -86,6 +86,15 @@ inline bool FleetWide(std::size_t changed, std::size_t nodes) {
   return changed >= 3 && static_cast<double>(changed) >= 0.8 * static_cast<double>(nodes);
 }
 
+// correlate.cc: whether the fleet's own load explains a change of the
+// service latency `metric` from `at_s` (Unix seconds) on `nodes` (host
+// names, sorted; fleet-wide, else false): the nodes' mean log latency
+// against their mean log load, per bucket, fitted by a quadratic over the
+// whole range, steps less than the metric's floor at the change (medians
+// of the residuals over 600 s either side).
+bool FleetLoadExplains(std::string_view metric, double at_s, const std::vector<std::string>& nodes,
+                       const FleetSeries& fleet);
+
 // The median of `v` (the mean of the two middle values for an even count);
 // NaN for an empty `v`.
 double Median(std::vector<double> v);
@@ -126,10 +135,8 @@ struct MeasureEffect {
   double effect = 0;
   double se = 0;
   double z = 0;
-  // Raw means on the release's nodes: while it ran there, and before it got
-  // there.
+  // The raw mean on the release's nodes before it got there.
   double before = 0;
-  double after = 0;
   std::vector<std::pair<int, double>> per_node;  // node -> its own effect
   int nodes_harmed = 0;                          // per_node entries in the harmful direction
   // The smallest harmful z with any one node left out (z itself with one

@@ -3,12 +3,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 
+#include "analysis/correlate/correlate_internal.h"
+#include "analysis/correlate/series.h"
+#include "analysis/correlate/sources.h"
 #include "analysis/replay/replay.h"
 #include "releases/release.h"
 #include "sim/engine.h"
@@ -24,6 +30,8 @@ namespace fs = std::filesystem;
 struct Simulated {
   std::string telemetry;
   std::vector<releases::Release> releases;
+  // Removes the simulation's folder (hundreds of MB) with the last copy.
+  std::shared_ptr<const fs::path> folder;
 };
 
 // Simulates `yaml` offline at a 5 s scrape into a fresh folder.
@@ -42,7 +50,12 @@ Simulated Simulate(const std::string& name, const std::string& yaml) {
   EXPECT_TRUE(run.has_value()) << run.error().message();
   Result<std::vector<releases::Release>> log = releases::LoadReleasesJsonl(run->releases);
   EXPECT_TRUE(log.has_value()) << log.error().message();
-  return {run->telemetry.front(), *log};
+  return {run->telemetry.front(), *log,
+          std::shared_ptr<const fs::path>(new fs::path(dir), [](const fs::path* p) {
+            std::error_code ec;
+            fs::remove_all(*p, ec);
+            delete p;
+          })};
 }
 
 CorrelateReport CorrelateSimulated(const Simulated& s, const CorrelateOptions& options = {}) {
@@ -125,6 +138,25 @@ TEST_F(CorrelateFleetTest, BlamesTheReleaseWhoseNodesChangedAfterItArrived) {
   EXPECT_TRUE(clock);
   EXPECT_GT(r->suspects.front().time, 0.9);
   EXPECT_GT(r->suspects.front().space, 0.9);
+}
+
+// Coarse buckets (a day read folded from a Prometheus is 300 s, a week
+// from the store 160 s) still find what lasts: node-9's own power brake
+// from 760 s, at 60 s buckets. Before 2026-12 a level needed 3 buckets of
+// the 90 s a change must hold: none at 60 s or coarser.
+TEST_F(CorrelateFleetTest, CoarseBucketsStillFindALastingFault) {
+  CorrelateOptions options;
+  options.resolution_s = 60;
+  const CorrelateReport coarse = CorrelateSimulated(*simulated, options);
+  EXPECT_EQ(coarse.resolution_s, 60);
+  bool found = false;
+  for (const Regression& r : coarse.regressions) {
+    if (std::find(r.nodes.begin(), r.nodes.end(), "node-9") != r.nodes.end() && !r.causes.empty() &&
+        r.causes.front().kind == vocab::CauseKind::kPowerBrake) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << CorrelateReportText(coarse);
 }
 
 TEST_F(CorrelateFleetTest, ANodesOwnFaultIsNotBlamedOnTheReleaseItRuns) {
@@ -234,6 +266,110 @@ events:
   EXPECT_LE(report.regressions.size(), 2u) << CorrelateReportText(report);
 }
 
+// The whole fleet's per-token latency follows its load: nearly twice the
+// requests from 600 s on (to 85% of capacity) make every node's batch and
+// decode step grow, which is no regression (the fleet moved along its
+// latency-load curve). The same fleet slowed by 25% at 600 s by a deploy
+// nobody announced is one: at equal load its latency is still up.
+TEST(CorrelateTest, AFleetWideLoadRiseIsNoRegressionAndAnUnannouncedSlowdownIs) {
+  constexpr const char* kLoad = R"(
+seed: 31
+duration: 1200s
+fleet:
+  - {nodes: "node-[1-8]", gpu: h100-sxm, gpus: 1}
+releases:
+  stable: {profile: baseline}
+  slow: {profile: baseline, slowdown: 1.25}
+traffic: {rps: 240, bursts: {rate: 1/5m}}
+events:
+  - {at: 0s, deploy: stable, nodes: all}
+  - {at: 600s, %s}
+)";
+  const auto run = [&](const std::string& event) {
+    std::string yaml = kLoad;
+    yaml.replace(yaml.find("%s"), 2, event);
+    Simulated s = Simulate("load", yaml);
+    // Only stable is announced: the slowdown is nobody's release.
+    std::erase_if(s.releases, [](const releases::Release& r) { return r.id != "stable"; });
+    return CorrelateSimulated(s);
+  };
+  const CorrelateReport load = run("rps: 450");
+  for (const Regression& r : load.regressions) {
+    EXPECT_FALSE(r.metric.starts_with("vllm:")) << CorrelateReportText(load);
+  }
+  const CorrelateReport slow = run("deploy: slow, nodes: all");
+  bool found = false;
+  for (const Regression& r : slow.regressions) {
+    if (r.metric == "vllm:time_per_output_token_seconds" && r.nodes.size() >= 6) found = true;
+  }
+  EXPECT_TRUE(found) << CorrelateReportText(slow);
+}
+
+// FleetLoadExplains on a fleet built by hand: 10 nodes whose per-token
+// latency is a convex function of their running batch (the field model's
+// shape, steeper than the nodes' spread shows), with noise. Load (tokens/s)
+// and batch double fleet-wide at bucket 200: explained (the fleet moved
+// along its curve). The curve itself shifted up by 25% at bucket 200 with the batch
+// unchanged: not explained. A change on a few nodes, or of a clock, is
+// never the load's.
+TEST(CorrelateTest, FleetLoadExplainsMovesAlongTheCurveNotOffIt) {
+  const auto make = [](double batch_after, double shift_after) {
+    FleetSeries f;
+    f.start_s = 0;
+    f.resolution_s = 10;
+    f.buckets = 400;
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> z(0, 1);
+    const int tpot = MetricIndex("vllm:time_per_output_token_seconds");
+    const int running = MetricIndex("vllm:num_requests_running");
+    const int tokens = MetricIndex("vllm:generation_tokens_per_s");
+    for (int n = 0; n < 10; ++n) {
+      NodeInfo node;
+      node.host = "node-" + std::to_string(n);
+      f.nodes.push_back(node);
+      EntitySeries y{tpot, {}};
+      EntitySeries x{running, {}};
+      EntitySeries r{tokens, {}};
+      for (std::size_t b = 0; b < f.buckets; ++b) {
+        // Load wander (symmetric about bucket 200, so it adds no step
+        // there), and the step at 200.
+        const double wander = 1 + 0.15 * std::cos((static_cast<double>(b) - 200) / 40.0);
+        const double batch = 100 * wander * (b >= 200 ? batch_after : 1) * (1 + 0.03 * z(rng));
+        const double t = (0.012 + 0.00000025 * batch * batch) * (b >= 200 ? shift_after : 1);
+        x.values.push_back(batch);
+        y.values.push_back(t * (1 + 0.01 * z(rng)));
+        // What users send: the load, not the batch a slower step grows.
+        r.values.push_back(5000 * wander * (b >= 200 ? batch_after : 1) * (1 + 0.02 * z(rng)));
+      }
+      f.node_series.push_back({y, x, r});
+    }
+    return f;
+  };
+  std::vector<std::string> nodes;
+  for (int n = 0; n < 10; ++n) nodes.push_back("node-" + std::to_string(n));
+  std::sort(nodes.begin(), nodes.end());
+  const std::string tpot = "vllm:time_per_output_token_seconds";
+  const FleetSeries load = make(2.0, 1.0);
+  EXPECT_TRUE(FleetLoadExplains(tpot, 2000, nodes, load));
+  EXPECT_FALSE(FleetLoadExplains(tpot, 2000, nodes, make(1.0, 1.25)));
+  // A slower fleet's batch grows too (Little's law), its throughput does
+  // not: the batch curve alone would call this load.
+  FleetSeries slower = make(1.0, 1.25);
+  const int running = MetricIndex("vllm:num_requests_running");
+  for (std::vector<EntitySeries>& node : slower.node_series) {
+    for (EntitySeries& e : node) {
+      if (e.metric != running) continue;
+      for (std::size_t b = 200; b < e.values.size(); ++b) e.values[b] *= 1.6;
+    }
+  }
+  EXPECT_FALSE(FleetLoadExplains(tpot, 2000, nodes, slower));
+  // Three of ten nodes are not the fleet: a load the balancer gave them is
+  // left to the other rules (ServiceOnlyOnAFewNodes).
+  const std::vector<std::string> few(nodes.begin(), nodes.begin() + 3);
+  EXPECT_FALSE(FleetLoadExplains(tpot, 2000, few, load));
+  EXPECT_FALSE(FleetLoadExplains("DCGM_FI_DEV_SM_CLOCK", 2000, nodes, load));
+}
+
 TEST(CorrelateTest, RejectsOptionsOutOfRange) {
   Result<std::unique_ptr<Replay>> replay =
       Replay::Open({{"/nonexistent/never.om", Role::kBaseline, {}}});
@@ -288,6 +424,38 @@ TEST(CorrelateTest, ShortRecordingGivesNoRegressionAndNoZeros) {
   EXPECT_EQ(r->gpus, 1);
   EXPECT_DOUBLE_EQ(r->from, 1764680000.0);
   EXPECT_DOUBLE_EQ(r->to, 1764680600.0);
+}
+
+// A folded Prometheus read keeps what each reduction needs: a gauge's mean,
+// a counter's (or histogram bucket's) last value so increases between
+// buckets stay exact, the bitmask as a sample, any XID in the bucket.
+TEST(PrometheusFoldTest, EachInputIsFoldedAsItIsReduced) {
+  EXPECT_EQ(FoldOf("DCGM_FI_DEV_SM_CLOCK"), "avg");
+  EXPECT_EQ(FoldOf("vllm:num_requests_running"), "avg");
+  EXPECT_EQ(FoldOf("DCGM_FI_DEV_PCIE_LINK_WIDTH"), "avg");
+  EXPECT_EQ(FoldOf("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"), "last");
+  EXPECT_EQ(FoldOf("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"), "last");
+  EXPECT_EQ(FoldOf("vllm:generation_tokens_total"), "last");
+  EXPECT_EQ(FoldOf("vllm:e2e_request_latency_seconds_bucket"), "last");
+  EXPECT_EQ(FoldOf("vllm:inter_token_latency_seconds_sum"), "last");
+  EXPECT_EQ(FoldOf("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"), "last");
+  EXPECT_EQ(FoldOf("DCGM_FI_DEV_CLOCKS_EVENT_REASONS"), "last");  // DCGM 4.6's name
+  EXPECT_EQ(FoldOf("DCGM_FI_DEV_XID_ERRORS"), "max");
+  // Every input has a fold (no name is left out of a folded read).
+  for (const std::string& name : CorrelateInputNames()) {
+    const std::string_view f = FoldOf(name);
+    EXPECT_TRUE(f == "avg" || f == "last" || f == "max") << name;
+  }
+}
+
+TEST(PrometheusFoldTest, TheFoldedWidthKeepsAtMost360Buckets) {
+  EXPECT_EQ(FoldedResolution(0, 4 * 3600, 0), 60);
+  EXPECT_EQ(FoldedResolution(0, 6 * 3600, 0), 60);
+  EXPECT_EQ(FoldedResolution(0, 6 * 3600 + 1, 0), 120);
+  EXPECT_EQ(FoldedResolution(0, 86400, 0), 300);
+  EXPECT_EQ(FoldedResolution(0, 86400, 600), 600);   // never finer than asked
+  EXPECT_EQ(FoldedResolution(0, 86400, 301), 600);   // rounded up to the list
+  EXPECT_EQ(FoldedResolution(0, 3600, 7200), 7200);  // past the list: as asked
 }
 
 }  // namespace

@@ -20,6 +20,9 @@
 namespace gpucanary::analysis::correlate {
 namespace {
 
+// The standard error (relative to the effect's size) of a noise-free step.
+constexpr double kExactSe = 1e-9;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // After a release reaches a node, this long is left out of its effect (the
@@ -211,10 +214,12 @@ EffectsFit EstimateReleaseEffects(const FleetSeries& fleet, const std::vector<Re
       me.identified = re.identified;
       me.effect = re.effect;
       me.se = re.se;
-      me.z = re.identified && re.se > 0 ? sign * re.effect / re.se : 0;
-      // Raw levels on the release's nodes: under it, and before it got there.
-      double in_sum = 0;
-      double in_n = 0;
+      // A step with no noise at all (a throttle flag 0 everywhere before, 1
+      // on the release's nodes after: the exact solve leaves no residual)
+      // has no standard error; its z is as large as z gets, not 0.
+      const double se = re.se > 0 ? re.se : kExactSe * std::max(1.0, std::fabs(re.effect));
+      me.z = re.identified ? sign * re.effect / se : 0;
+      // The raw level on the release's nodes before it got there.
       double out_sum = 0;
       double out_n = 0;
       double early_sum = 0;
@@ -242,10 +247,7 @@ EffectsFit EstimateReleaseEffects(const FleetSeries& fleet, const std::vector<Re
             rest_n += 1;
           }
           if (!std::isfinite(raw[c])) continue;
-          if (on) {
-            in_sum += raw[c];
-            in_n += 1;
-          } else if (fleet.BucketStart(b) < arrival) {
+          if (!on && fleet.BucketStart(b) < arrival) {
             out_sum += raw[c];
             out_n += 1;
           }
@@ -256,7 +258,6 @@ EffectsFit EstimateReleaseEffects(const FleetSeries& fleet, const std::vector<Re
         }
       }
       if (early_nodes > 0) me.early = early_sum / early_nodes;
-      me.after = in_n > 0 ? in_sum / in_n : kNaN;
       me.before = out_n > 0 ? out_sum / out_n : kNaN;
       // Leave one node out: the pooled effect from the others' own effects
       // (weights as in the pooled one), its standard error scaled by the
@@ -270,8 +271,9 @@ EffectsFit EstimateReleaseEffects(const FleetSeries& fleet, const std::vector<Re
           const double w_rest = w_all - ee.weight;
           if (!(w_rest > 0)) continue;
           const double effect = (re.effect * w_all - ee.effect * ee.weight) / w_rest;
-          const double se = re.se * std::sqrt(w_all / w_rest);
-          const double z = se > 0 ? sign * effect / se : 0;
+          const double se_rest = std::max(re.se * std::sqrt(w_all / w_rest),
+                                          kExactSe * std::max(1.0, std::fabs(effect)));
+          const double z = sign * effect / se_rest;
           if (z < me.robust_z) {
             me.robust_z = z;
             me.robust_effect = effect;

@@ -100,8 +100,13 @@ std::string Headline(const Episode& e) {
   if (FindChange(e, "vllm:time_per_output_token_seconds", +1) != nullptr) {
     return "vllm:time_per_output_token_seconds";
   }
+  // The mechanism's own metric heads only when it got worse here: a HW
+  // slowdown episode whose clock change nearby is the clock coming back
+  // (+79%) is not headed by that recovery.
   if (std::optional<std::string> own = MechanismMetric(e); own && CanHeadRegression(*own)) {
-    return *own;
+    for (const Change& c : e.changes) {
+      if (Metrics()[static_cast<std::size_t>(c.metric)].name == *own && c.harmful) return *own;
+    }
   }
   std::string headline;
   double best = -1;
@@ -229,12 +234,34 @@ void JoinNearChanges(Episode& e, const std::vector<Change>& all, std::size_t lin
 std::vector<Episode> FindEpisodes(const FleetSeries& fleet) {
   const std::int64_t res = fleet.resolution_s;
   const auto link = static_cast<std::size_t>((kEpisodeLinkS + res - 1) / res);
-  std::vector<std::vector<Change>> node_changes(fleet.node_series.size());
+  // Only a harmful change of a measure that can head a regression opens an
+  // episode, so the evidence series (power, activities, tokens/s, p99) of
+  // a GPU and node are segmented only where one opened: on a day of 1,000
+  // GPUs most of them have none, and PELT is the correlation's largest cost.
+  const auto opens = [&](const std::vector<EntitySeries>& series) {
+    for (const EntitySeries& s : series) {
+      if (!CanHeadRegression(Metrics()[static_cast<std::size_t>(s.metric)].name)) continue;
+      for (const Change& c : DetectChanges(s, res)) {
+        if (c.harmful) return true;
+      }
+    }
+    return false;
+  };
+  std::vector<char> node_opens(fleet.node_series.size(), 0);
   for (std::size_t n = 0; n < fleet.node_series.size(); ++n) {
-    node_changes[n] = ChangesOf(fleet.node_series[n], res);
+    node_opens[n] = opens(fleet.node_series[n]) ? 1 : 0;
   }
+  std::vector<std::vector<Change>> node_changes(fleet.node_series.size());
+  std::vector<char> node_done(fleet.node_series.size(), 0);
   std::vector<Episode> episodes;
   for (std::size_t g = 0; g < fleet.gpu_series.size() && g < fleet.gpus.size(); ++g) {
+    const auto node = static_cast<std::size_t>(fleet.gpus[g].node);
+    const bool node_known = node < fleet.node_series.size();
+    if (!(node_known && node_opens[node]) && !opens(fleet.gpu_series[g])) continue;
+    if (node_known && !node_done[node]) {
+      node_changes[node] = ChangesOf(fleet.node_series[node], res);
+      node_done[node] = 1;
+    }
     const std::vector<Change> all = GpuChanges(fleet, g, node_changes);
     for (Episode& e : OpenEpisodes(all, static_cast<int>(g), fleet.gpus[g].node, link)) {
       JoinNearChanges(e, all, link);

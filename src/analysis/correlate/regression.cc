@@ -130,7 +130,9 @@ std::string Sentence(const Regression& out, std::optional<vocab::CauseKind> kind
   char change[64] = "";
   if (std::isfinite(out.change)) {
     if (out.change_relative) {
-      std::snprintf(change, sizeof change, "%+.0f%%", 100 * out.change);
+      // One decimal below 10%: a release 0.6% slower is not "+1%".
+      std::snprintf(change, sizeof change, std::fabs(out.change) < 0.095 ? "%+.1f%%" : "%+.0f%%",
+                    100 * out.change);
     } else {
       std::snprintf(change, sizeof change, "%+.3g", out.change);
     }
@@ -365,9 +367,14 @@ std::optional<Regression> MakeReleaseRegression(const ReleaseEffect& effect,
     mc.metric = std::string(md.name);
     mc.unit = std::string(md.unit);
     mc.relative = md.relative;
+    // Before: the release's nodes' mean before it; after: that level moved
+    // by the pooled effect (at equal conditions), so the pair says what the
+    // change says. The raw mean after it also carries the fleet's load and
+    // the time of day: on a day's data a release 0.6% slower read 12%
+    // faster raw, arriving as the load fell.
     mc.before = me.before;
-    mc.after = me.after;
     mc.change = AsChange(me);
+    mc.after = md.relative ? me.before * (1 + mc.change) : me.before + mc.change;
     mc.entities = static_cast<int>(me.per_node.size());
     out.evidence.push_back(std::move(mc));
   }

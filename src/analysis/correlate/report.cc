@@ -95,6 +95,16 @@ std::string CorrelateReportJson(const CorrelateReport& report) {
       arrivals.push_back(Json{{"node", a.node}, {"at", Number(a.at)}, {"observed", a.observed}});
     }
     rj["arrivals"] = std::move(arrivals);
+    Json effects = Json::array();
+    for (const ReleaseReach::Effect& e : r.effects) {
+      effects.push_back(Json{{"metric", e.metric},
+                             {"change", Number(e.change)},
+                             {"low", Number(e.low)},
+                             {"high", Number(e.high)},
+                             {"z", Number(e.z)},
+                             {"relative", e.relative}});
+    }
+    rj["effects"] = std::move(effects);
     releases.push_back(std::move(rj));
   }
   j["releases"] = std::move(releases);

@@ -23,6 +23,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // absent this many seconds in a row (a missed scrape or two is not a restart).
 constexpr std::int64_t kRestartGapS = 3;
 
+constexpr std::int64_t kNoSecond = std::numeric_limits<std::int64_t>::min();
+
 std::vector<MetricDef> MakeMetrics() {
   return {
       // GPU hardware: what the mechanism is read from.
@@ -157,7 +159,8 @@ class Builder {
   void Refresh();
   void OnTick(const Tick& tick);
   void Start(const Tick& tick);
-  void Add(std::vector<Accumulator>& acc, const Point& p, int d, int role, std::size_t b) const;
+  void Add(std::vector<Accumulator>& acc, std::vector<std::int64_t>& last_s, const Point& p, int d,
+           int role, std::size_t b, std::int64_t time_s) const;
   void AddMissingXids(const Tick& tick, std::size_t b);
   void AddGpuPoints(const Tick& tick, std::size_t b);
   void AddNodePoints(const Tick& tick, std::size_t b);
@@ -182,9 +185,12 @@ class Builder {
   std::vector<std::vector<std::pair<int, int>>> by_metric_;
   std::size_t metrics_seen_ = 0;
 
-  // [entity][def] accumulators.
+  // [entity][def] accumulators, and each kRate def's last sample second
+  // (min: none yet).
   std::vector<std::vector<Accumulator>> gpu_acc_;
   std::vector<std::vector<Accumulator>> node_acc_;
+  std::vector<std::vector<std::int64_t>> gpu_last_s_;
+  std::vector<std::vector<std::int64_t>> node_last_s_;
   // Per node: the open bucket of each P99 def's pooled bucket increases.
   struct OpenHistogram {
     std::size_t bucket = 0;
@@ -224,10 +230,12 @@ void Builder::Refresh() {
   const std::size_t nn = replay_.nodes().size();
   if (gpu_acc_.size() < ng) {
     gpu_acc_.resize(ng, std::vector<Accumulator>(defs.size()));
+    gpu_last_s_.resize(ng, std::vector<std::int64_t>(defs.size(), kNoSecond));
     xid_counts_.resize(ng);
   }
   if (node_acc_.size() < nn) {
     node_acc_.resize(nn, std::vector<Accumulator>(defs.size()));
+    node_last_s_.resize(nn, std::vector<std::int64_t>(defs.size(), kNoSecond));
     open_hist_.resize(nn);
     last_service_s_.resize(nn, std::numeric_limits<std::int64_t>::min());
     prev_service_s_.resize(nn, std::numeric_limits<std::int64_t>::min());
@@ -258,18 +266,25 @@ void Builder::Start(const Tick& tick) {
   xid_def_ = MetricIndex("DCGM_FI_DEV_XID_ERRORS");
 }
 
-// Point `p` into bucket `b` of def `d`'s accumulator, reduced as the def
-// says (`role`: kRatio's numerator 0 or denominator 1).
-void Builder::Add(std::vector<Accumulator>& acc, const Point& p, int d, int role,
-                  std::size_t b) const {
+// Point `p` (at `time_s`) into bucket `b` of def `d`'s accumulator, reduced
+// as the def says (`role`: kRatio's numerator 0 or denominator 1). A rate
+// is the increases over the seconds they span (`last_s`: the def's previous
+// sample), so that it is per second at any scrape interval.
+void Builder::Add(std::vector<Accumulator>& acc, std::vector<std::int64_t>& last_s, const Point& p,
+                  int d, int role, std::size_t b, std::int64_t time_s) const {
   const MetricDef& def = Metrics()[static_cast<std::size_t>(d)];
   switch (def.reduce) {
     case Reduce::kMean:
       acc[static_cast<std::size_t>(d)].Add(b, p.value, 1);
       break;
-    case Reduce::kRate:
-      if (p.increase) acc[static_cast<std::size_t>(d)].Add(b, *p.increase, 1);
+    case Reduce::kRate: {
+      std::int64_t& last = last_s[static_cast<std::size_t>(d)];
+      if (p.increase && last != kNoSecond && time_s > last) {
+        acc[static_cast<std::size_t>(d)].Add(b, *p.increase, static_cast<double>(time_s - last));
+      }
+      last = time_s;
       break;
+    }
     case Reduce::kBitFraction: {
       const auto bits = static_cast<std::uint64_t>(std::max(0.0, p.value));
       acc[static_cast<std::size_t>(d)].Add(b, (bits & def.bits) != 0 ? 1 : 0, 1);
@@ -311,7 +326,8 @@ void Builder::AddGpuPoints(const Tick& tick, std::size_t b) {
     if (static_cast<std::size_t>(p.metric) >= by_metric_.size()) continue;
     for (const auto& [d, role] : by_metric_[static_cast<std::size_t>(p.metric)]) {
       if (defs[static_cast<std::size_t>(d)].level != Level::kGpu) continue;
-      Add(gpu_acc_[static_cast<std::size_t>(p.entity)], p, d, role, b);
+      Add(gpu_acc_[static_cast<std::size_t>(p.entity)],
+          gpu_last_s_[static_cast<std::size_t>(p.entity)], p, d, role, b, tick.time_s);
       if (defs[static_cast<std::size_t>(d)].reduce == Reduce::kNonZeroFraction && p.value > 0) {
         ++xid_counts_[static_cast<std::size_t>(p.entity)][static_cast<std::uint32_t>(p.value)];
       }
@@ -333,7 +349,7 @@ void Builder::AddNodePoints(const Tick& tick, std::size_t b) {
     if (static_cast<std::size_t>(p.metric) >= by_metric_.size()) continue;
     for (const auto& [d, role] : by_metric_[static_cast<std::size_t>(p.metric)]) {
       if (defs[static_cast<std::size_t>(d)].level != Level::kNode) continue;
-      Add(node_acc_[node], p, d, role, b);
+      Add(node_acc_[node], node_last_s_[node], p, d, role, b, tick.time_s);
       if (d == tokens_def_) NoteTokens(node, p.value, tick.time_s);
     }
   }
@@ -559,7 +575,15 @@ Result<FleetSeries> BuildSeries(Replay& replay, std::int64_t resolution_s,
                                 std::optional<std::int64_t> to_s, std::int64_t warmup_s,
                                 std::int64_t max_buckets) {
   const bool automatic = resolution_s == 0;
-  Builder builder(replay, automatic ? 10 : resolution_s, from_s, to_s);
+  std::int64_t base_s = automatic ? 10 : resolution_s;
+  // A known range picks the automatic width up front, so that a day of a
+  // thousand GPUs is never held at 10 s (8,640 buckets per series) first.
+  if (automatic && from_s && to_s && *to_s > *from_s && max_buckets > 0) {
+    const std::int64_t range = *to_s - *from_s;
+    const std::int64_t tens = (range + 10 * max_buckets - 1) / (10 * max_buckets);
+    base_s = 10 * std::max<std::int64_t>(1, tens);
+  }
+  Builder builder(replay, base_s, from_s, to_s);
   GC_RETURN_IF_ERROR(builder.Run());
   return builder.Finish(warmup_s, automatic ? max_buckets : 0);
 }

@@ -158,7 +158,7 @@ Status StoreTickSource::ReadChunk() {
     stalled_ = true;  // the history's seconds come first: wait for them
     return Status::Ok();
   }
-  const std::int64_t last = std::min(ready_, next_ + kSliceSeconds - 1);
+  const std::int64_t last = std::min(ready_, next_ + slice_s_ - 1);
   auto result = store_.Query(matchers_, next_ * 1000, last * 1000 + 999);
   if (!result) return result.error().WithPrefix(name_);
   if (history_ != nullptr) {

@@ -29,6 +29,7 @@
 //
 // Thread-compatible: the Replay's thread calls SetReadyThrough and Close.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -87,9 +88,16 @@ class StoreTickSource final : public LabelledTickSource {
   // fetched. Errors: the store's (a chunk that does not decode).
   Status ReadChunk() override;
 
-  // At most this many seconds per ReadChunk, so that filing a sample under
-  // its tick stays a short search from the newest tick.
+  // At most this many seconds per ReadChunk by default: a live canary's
+  // ticks come out as soon as they are ready.
   static constexpr std::int64_t kSliceSeconds = 16;
+
+  // Seconds per ReadChunk from now on (>= 1). A long read (a day for the
+  // correlation) takes long slices: each store query matches every series
+  // and decodes every chunk it touches whole, so 16 s slices of 15 s
+  // scrapes decode each one-hour chunk 225 times. Memory grows with it:
+  // the slice's samples are held until their ticks are emitted.
+  void SetSliceSeconds(std::int64_t seconds) { slice_s_ = std::max<std::int64_t>(1, seconds); }
 
  private:
   // Files the history's samples of seconds up to `last` that come before
@@ -99,6 +107,7 @@ class StoreTickSource final : public LabelledTickSource {
   const store::Store& store_;
   std::vector<model::Matcher> matchers_;
   int window_;
+  std::int64_t slice_s_ = kSliceSeconds;
   std::int64_t next_;             // first second not read yet
   std::int64_t ready_ = kNoTick;  // last second that may be read
   bool closed_ = false;

@@ -209,9 +209,13 @@ void ReplaySource::OnSample(const expfmt::SampleView& sample, std::string_view f
 }
 
 void TickSource::File(std::int64_t tick, const PendingSample& sample) {
-  // Nearly always the newest tick; older ones (within the window) are searched.
+  // Nearly always the newest tick; an older one (within the window, or a
+  // store slice filed series by series) is found by bisection.
   auto it = pending_.end();
-  while (it != pending_.begin() && std::prev(it)->tick > tick) --it;
+  if (it != pending_.begin() && std::prev(it)->tick > tick) {
+    it = std::upper_bound(pending_.begin(), pending_.end(), tick,
+                          [](std::int64_t t, const PendingTick& p) { return t < p.tick; });
+  }
   if (it == pending_.begin() || std::prev(it)->tick != tick) {
     PendingTick fresh;
     fresh.tick = tick;

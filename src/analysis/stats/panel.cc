@@ -219,9 +219,154 @@ Solved Solve(const Design& d) {
   return s;
 }
 
+// Cholesky of the symmetric p x p matrix `a` (row-major, lower triangle
+// used) in place, then the solution of a x = c. A pivot that falls to
+// kPinned of its diagonal is a direction the data do not determine (the one
+// level alpha and tau share, an entity or effect with no cell, an effect
+// the fixed effects explain): that unknown is pinned at 0, which leaves a
+// least-squares solution of the consistent normal equations.
+std::vector<double> SolvePinned(std::vector<double>& a, std::vector<double> c, std::size_t p) {
+  constexpr double kPinned = 1e-9;
+  std::vector<char> pinned(p, 0);
+  for (std::size_t j = 0; j < p; ++j) {
+    double* row_j = &a[j * p];
+    const double diag = row_j[j];
+    double v = diag;
+    for (std::size_t k = 0; k < j; ++k) v -= row_j[k] * row_j[k];
+    if (!(diag > 0) || v <= kPinned * diag) {
+      pinned[j] = 1;
+      for (std::size_t k = 0; k <= j; ++k) row_j[k] = 0;
+      for (std::size_t i = j + 1; i < p; ++i) a[i * p + j] = 0;
+      continue;
+    }
+    const double l = std::sqrt(v);
+    row_j[j] = l;
+    for (std::size_t i = j + 1; i < p; ++i) {
+      double* row_i = &a[i * p];
+      double w = row_i[j];
+      for (std::size_t k = 0; k < j; ++k) w -= row_i[k] * row_j[k];
+      row_i[j] = w / l;
+    }
+  }
+  for (std::size_t j = 0; j < p; ++j) {  // L z = c
+    if (pinned[j]) {
+      c[j] = 0;
+      continue;
+    }
+    double w = c[j];
+    for (std::size_t k = 0; k < j; ++k) w -= a[j * p + k] * c[k];
+    c[j] = w / a[j * p + j];
+  }
+  for (std::size_t j = p; j-- > 0;) {  // L' x = z
+    if (pinned[j]) {
+      c[j] = 0;
+      continue;
+    }
+    double w = c[j];
+    for (std::size_t i = j + 1; i < p; ++i) w -= a[i * p + j] * c[i];
+    c[j] = w / a[j * p + j];
+  }
+  return c;
+}
+
+// The same least-squares fit as Solve, exactly: tau profiled out (each
+// bucket's cells centred on their bucket mean), the normal equations of
+// alpha and beta (ne + effects unknowns) summed bucket by bucket, solved by
+// SolvePinned, then tau from them. O(buckets x cells per bucket^2 + (ne +
+// effects)^3): for a fleet's nodes far cheaper than the sweeps of Solve,
+// which converge slowly when entities come and go (hundreds of sweeps).
+Solved SolveExact(const Design& d) {
+  const std::vector<double>& y = *d.y;
+  const std::vector<char>& used = *d.used;
+  const std::vector<std::uint32_t>& set = *d.set;
+  const std::vector<std::vector<std::uint32_t>>& sets = *d.sets;
+  const std::size_t ne = d.ne;
+  const std::size_t nk = d.effects;
+  const std::size_t p = ne + nk;
+  std::vector<double> a(p * p, 0);
+  std::vector<double> c(p, 0);
+  std::vector<std::size_t> cells;
+  std::vector<double> kcount(nk);
+  std::vector<double> ksum(nk);
+  for (std::size_t b = 0; b < d.nb; ++b) {
+    cells.clear();
+    double ysum = 0;
+    std::fill(kcount.begin(), kcount.end(), 0.0);
+    std::fill(ksum.begin(), ksum.end(), 0.0);
+    for (std::size_t e = 0; e < ne; ++e) {
+      const std::size_t i = e * d.nb + b;
+      if (!used[i]) continue;
+      cells.push_back(e);
+      ysum += y[i];
+      for (std::uint32_t k : sets[set[i]]) {
+        if (k >= nk) continue;
+        kcount[k] += 1;
+        ksum[k] += y[i];
+      }
+    }
+    if (cells.empty()) continue;
+    const auto n = static_cast<double>(cells.size());
+    const double ybar = ysum / n;
+    // Sum of x x' over the bucket's cells, less n xbar xbar'.
+    for (const std::size_t e : cells) {
+      const std::size_t i = e * d.nb + b;
+      a[e * p + e] += 1;
+      c[e] += y[i] - ybar;
+      for (std::uint32_t k : sets[set[i]]) {
+        if (k >= nk) continue;
+        a[(ne + k) * p + e] += 1;
+        for (std::uint32_t l : sets[set[i]]) {
+          if (l < nk && l <= k) a[(ne + k) * p + ne + l] += 1;
+        }
+      }
+    }
+    const double inv = 1 / n;
+    for (std::size_t x = 0; x < cells.size(); ++x) {
+      for (std::size_t z = 0; z <= x; ++z) a[cells[x] * p + cells[z]] -= inv;
+    }
+    for (std::size_t k = 0; k < nk; ++k) {
+      if (kcount[k] == 0) continue;
+      c[ne + k] += ksum[k] - kcount[k] * ybar;
+      for (const std::size_t e : cells) a[(ne + k) * p + e] -= kcount[k] * inv;
+      for (std::size_t l = 0; l <= k; ++l) a[(ne + k) * p + ne + l] -= kcount[k] * kcount[l] * inv;
+    }
+  }
+  // Entity rows were summed into the lower triangle only when cells[x] >=
+  // cells[z], which holds: cells are in entity order.
+  const std::vector<double> x = SolvePinned(a, std::move(c), p);
+  Solved s;
+  s.alpha.assign(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(ne));
+  s.beta.assign(x.begin() + static_cast<std::ptrdiff_t>(ne), x.end());
+  s.tau.assign(d.nb, 0);
+  std::vector<double> sb(sets.size());
+  for (std::size_t i = 0; i < sets.size(); ++i) sb[i] = SetSum(sets[i], s.beta);
+  for (std::size_t b = 0; b < d.nb; ++b) {
+    double sum = 0;
+    double n = 0;
+    for (std::size_t e = 0; e < ne; ++e) {
+      const std::size_t i = e * d.nb + b;
+      if (!used[i]) continue;
+      sum += y[i] - s.alpha[e] - sb[set[i]];
+      n += 1;
+    }
+    if (n > 0) s.tau[b] = sum / n;
+  }
+  s.iterations = 1;
+  return s;
+}
+
+// The exact solve while its normal equations stay small; the sweeps beyond.
+constexpr std::size_t kMaxExactEntities = 512;
+
+Solved Fit(const Design& d, PanelSolver solver) {
+  const bool exact =
+      solver == PanelSolver::kExact || (solver == PanelSolver::kAuto && d.ne <= kMaxExactEntities);
+  return exact ? SolveExact(d) : Solve(d);
+}
+
 }  // namespace
 
-PanelFit FitPanel(const Panel& panel) {
+PanelFit FitPanel(const Panel& panel, PanelSolver solver) {
   const std::size_t ne = panel.entities();
   const std::size_t nb = panel.buckets();
   const std::size_t nk = panel.effects();
@@ -236,7 +381,7 @@ PanelFit FitPanel(const Panel& panel) {
   }
   const std::vector<std::uint32_t>& set = PanelAccess::Sets(panel);
   const std::vector<std::vector<std::uint32_t>>& sets = PanelAccess::Table(panel);
-  const Solved main = Solve({ne, nb, nk, &y, &used, &set, &sets});
+  const Solved main = Fit({ne, nb, nk, &y, &used, &set, &sets}, solver);
   PanelFit fit;
   fit.alpha = main.alpha;
   fit.tau = main.tau;
@@ -319,7 +464,7 @@ PanelFit FitPanel(const Panel& panel) {
       const std::vector<std::uint32_t>& s = sets[set[i]];
       d[i] = std::binary_search(s.begin(), s.end(), key) ? 1 : 0;
     }
-    const Solved aux = Solve({ne, nb, nk, &d, &used, &set, &without});
+    const Solved aux = Fit({ne, nb, nk, &d, &used, &set, &without}, solver);
     double ss = 0;
     std::vector<double> per_entity_ss(ne, 0);
     for (std::size_t e = 0; e < ne; ++e) {

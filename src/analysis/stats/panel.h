@@ -12,8 +12,9 @@
 // heat wave, a load shift, the diurnal curve), so beta[k] is a difference in
 // differences: how the entities under k moved against the same entities
 // without it and the others at the same time. Fitted by least squares over
-// the used cells (finite y, not excluded), by block coordinate descent (each
-// block's least-squares update in turn: monotone in the sum of squares).
+// the used cells (finite y, not excluded): exactly (PanelSolver::kExact, tau
+// profiled out, Cholesky on alpha and beta) for up to 512 entities, by block
+// coordinate descent beyond (each block's least-squares update in turn).
 //
 // Standard errors respect each entity's autocorrelation. By
 // Frisch-Waugh-Lovell, beta[k] = sum(c y) with c = D~ / sum(D~^2), D~ the
@@ -99,6 +100,14 @@ struct PanelFit {
   double rss = 0;  // residual sum of squares
 };
 
-PanelFit FitPanel(const Panel& panel);
+// How the least squares are solved; both give the same fit (to 1e-9).
+enum class PanelSolver : std::uint8_t {
+  kAuto,    // kExact up to 512 entities, kSweeps beyond
+  kExact,   // tau profiled out, the normal equations of alpha and beta by
+            // Cholesky: O(buckets x entities^2 + (entities + effects)^3)
+  kSweeps,  // block coordinate descent: O(cells) per sweep, hundreds of sweeps
+};
+
+PanelFit FitPanel(const Panel& panel, PanelSolver solver = PanelSolver::kAuto);
 
 }  // namespace gpucanary::analysis::stats

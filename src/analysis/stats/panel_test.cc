@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -179,6 +180,46 @@ TEST(PanelTest, AReleaseEverywhereAtOnceIsNotIdentified) {
   ASSERT_TRUE(fit.effects[1].identified);
   EXPECT_NEAR(fit.effects[1].effect, -0.3, 0.01);
   EXPECT_GT(std::fabs(fit.effects[1].effect / fit.effects[1].se), 10);
+}
+
+// The exact solve and the sweeps are one least-squares fit: on a panel
+// with missing cells, entities that come and go, stacked, overlapping and
+// unidentified effects, they agree on every effect, error and residual.
+TEST(PanelTest, TheExactSolveAndTheSweepsAgree) {
+  std::mt19937_64 rng(41);
+  std::bernoulli_distribution missing(0.1);
+  const auto on = [](std::size_t e, std::size_t b, std::size_t k) {
+    if (k == 0) return e < 6 && b >= 100 + 20 * e;         // staged
+    if (k == 1) return e >= 4 && e < 9 && b >= 180;        // overlaps 0 on 4-5
+    if (k == 2) return e % 3 == 0 && b >= 220 && b < 260;  // rolled back
+    return b >= 150;                                       // everywhere at once
+  };
+  Panel p = MakePanel(rng, 12, 300, 0.7, 0.02, {0.04, -0.01, 0.02, 0.03}, on);
+  for (std::size_t e = 0; e < 12; ++e) {
+    for (std::size_t b = 0; b < 300; ++b) {
+      if (missing(rng)) p.Set(e, b, std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  p.Exclude(10, 0, 120);    // an entity that joins late
+  p.Exclude(11, 200, 300);  // and one that leaves
+  const PanelFit exact = FitPanel(p, PanelSolver::kExact);
+  const PanelFit sweeps = FitPanel(p, PanelSolver::kSweeps);
+  ASSERT_EQ(exact.effects.size(), sweeps.effects.size());
+  for (std::size_t k = 0; k < exact.effects.size(); ++k) {
+    EXPECT_EQ(exact.effects[k].identified, sweeps.effects[k].identified) << k;
+    if (!exact.effects[k].identified) continue;
+    EXPECT_NEAR(exact.effects[k].effect, sweeps.effects[k].effect, 1e-7) << k;
+    EXPECT_NEAR(exact.effects[k].se, sweeps.effects[k].se, 1e-7) << k;
+  }
+  EXPECT_FALSE(exact.effects[3].identified);
+  EXPECT_NEAR(exact.rss, sweeps.rss, 1e-9 * (1 + sweeps.rss));
+  for (std::size_t i = 0; i < exact.residual.size(); ++i) {
+    if (std::isnan(sweeps.residual[i])) {
+      EXPECT_TRUE(std::isnan(exact.residual[i])) << i;
+    } else {
+      EXPECT_NEAR(exact.residual[i], sweeps.residual[i], 1e-7) << i;
+    }
+  }
 }
 
 }  // namespace
