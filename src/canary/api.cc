@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 #include <utility>
 
 #include "analysis/report/report_json.h"
+#include "canary/flagger.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::canary {
@@ -173,7 +176,12 @@ Json CanaryDetail(const CanaryView& c, store::MetaDb& meta, const std::string& i
 
 CanaryApi::CanaryApi(CanaryManager& manager, store::MetaDb& meta,
                      std::function<void(std::string_view)> log)
-    : manager_(manager), meta_(meta), log_(std::move(log)) {}
+    : manager_(manager),
+      meta_(meta),
+      log_(std::move(log)),
+      flagger_releases_(std::make_unique<FlaggerReleases>(meta)) {}
+
+CanaryApi::~CanaryApi() = default;
 
 bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {
   static constexpr std::string_view kFlagger = "/api/v1/flagger/";
@@ -228,65 +236,118 @@ bool CanaryApi::Handle(const net::HttpRequest& request, net::HttpResponse& respo
   return true;
 }
 
-void CanaryApi::Flagger(std::string_view hook, const net::HttpRequest& request,
-                        net::HttpResponse& response) const {
-  if (hook != "confirm-promotion" && hook != "rollback" && hook != "pre-rollout" &&
-      hook != "event") {
-    Failure(response, 404, "not_found",
-            "no Flagger hook '" + std::string(hook) +
-                "' (confirm-promotion, rollback, pre-rollout, event)");
-    return;
+namespace {
+
+// Where the release stands for Flagger: its newest canary's state and verdict.
+FlaggerStanding StandingOf(const std::optional<CanaryView>& c) {
+  if (!c) return FlaggerStanding::kNoCanary;
+  switch (c->state) {
+    case CanaryState::kRunning:
+      return c->report.verdict == vocab::Verdict::kPass ? FlaggerStanding::kPassing
+                                                        : FlaggerStanding::kUndecided;
+    case CanaryState::kPassed:
+      return FlaggerStanding::kPassed;
+    case CanaryState::kFailed:
+      return FlaggerStanding::kFailed;
+    case CanaryState::kInconclusive:
+      return FlaggerStanding::kInconclusive;
+    case CanaryState::kAborted:
+      return FlaggerStanding::kAborted;
   }
-  const Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (!body.is_object()) {
-    Failure(response, 400, "bad_data", "the webhook body is not a JSON object");
-    return;
-  }
-  std::string id;
-  if (body.contains("metadata") && body["metadata"].is_object()) {
-    for (const char* key : {"canary", "release"}) {
-      if (body["metadata"].contains(key) && body["metadata"][key].is_string()) {
-        id = body["metadata"][key].get<std::string>();
-        break;
-      }
+  return FlaggerStanding::kUndecided;
+}
+
+// A payload string fit for one log line: control characters escaped (a
+// Canary name with a newline must not forge a second line).
+std::string LogSafe(std::string_view text) {
+  std::string out;
+  for (const char ch : text.substr(0, 200)) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(ch));
+      out += buf;
+    } else {
+      out += ch;
     }
   }
-  const std::string flagger_name =
-      body.contains("name") && body["name"].is_string() ? body["name"].get<std::string>() : "";
+  return out;
+}
+
+}  // namespace
+
+// The canary a release id (or canary id) names: that canary, else the
+// newest canary of that release.
+std::optional<CanaryView> CanaryApi::CanaryOf(const std::string& id) const {
+  if (std::optional<CanaryView> c = manager_.Get(id)) return c;
+  for (const CanaryView& c : manager_.List()) {  // newest first
+    if (c.release_id == id) return c;
+  }
+  return std::nullopt;
+}
+
+void CanaryApi::Flagger(std::string_view hook_name, const net::HttpRequest& request,
+                        net::HttpResponse& response) const {
+  const std::optional<FlaggerHook> hook = ParseFlaggerHook(hook_name);
+  if (!hook) {
+    Failure(response, 404, "not_found",
+            "no Flagger hook '" + std::string(hook_name) + "' (" + FlaggerHookList() + ")");
+    return;
+  }
+  Result<FlaggerPayload> payload = ParseFlaggerPayload(request.body);
+  if (!payload) {
+    Failure(response, 400, "bad_data", payload.error().message());
+    return;
+  }
+  Result<std::optional<std::string>> release =
+      flagger_releases_->Find(*payload, *hook == FlaggerHook::kConfirmRollout);
+  if (!release) {
+    Failure(response, 500, "internal", release.error().message());
+    return;
+  }
+  Result<OnInconclusive> policy = flagger_releases_->Policy(*release, payload->metadata);
+  if (!policy) {
+    Failure(response, 400, "bad_data", policy.error().message());
+    return;
+  }
+  std::optional<CanaryView> canary;
+  FlaggerStanding standing = FlaggerStanding::kUnknown;
+  if (*release) {
+    canary = CanaryOf(**release);
+    // A release id no annotation or canary knows (a typo in the metadata).
+    bool known = canary.has_value();
+    if (!known) {
+      Result<std::optional<store::ReleaseRecord>> stored = meta_.GetRelease(**release);
+      known = stored && stored->has_value();
+    }
+    standing = known ? StandingOf(canary) : FlaggerStanding::kUnknown;
+  }
+  // Flagger rolled the release back (its post-rollout hook with phase
+  // Failed): a canary still running ends, so its hosts leave fast scraping.
+  if (*hook == FlaggerHook::kPostRollout && payload->phase == "Failed" && canary &&
+      canary->state == CanaryState::kRunning) {
+    (void)manager_.Stop(canary->id, "Flagger rolled the release back");
+    canary = manager_.Get(canary->id);
+  }
+  const FlaggerAnswer answer = AnswerHook(*hook, standing, *policy);
+  const std::string reason = canary ? Reason(*canary)
+                                    : (*release ? "release " + **release + " names no canary GPUs"
+                                                : "no release annotation matches " +
+                                                      payload->namespace_ + "/" + payload->name);
   if (log_) {
-    log_("flagger " + std::string(hook) + " for " + (flagger_name.empty() ? "?" : flagger_name) +
-         (id.empty() ? "" : " (canary " + id + ")"));
+    log_("flagger " + std::string(FlaggerHookName(*hook)) + " for " +
+         LogSafe(payload->namespace_ + "/" + payload->name) + " (" + LogSafe(payload->phase) +
+         "): release " + LogSafe(release->value_or("?")) + ", " +
+         std::string(FlaggerStandingName(standing)) + " -> " + std::to_string(answer.status) + " " +
+         answer.meaning);
   }
-  if (hook == "pre-rollout" || hook == "event") {
-    Success(response, {{"hook", hook}, {"canary", id}});
-    return;
-  }
-  if (id.empty()) {
-    Failure(response, 400, "bad_data",
-            "the webhook's metadata names no canary: set metadata.canary to the release id");
-    return;
-  }
-  const std::optional<CanaryView> c = manager_.Get(id);
-  if (!c) {
-    Failure(response, 404, "not_found", "no canary " + id);
-    return;
-  }
-  const std::string reason = Reason(*c);
-  if (hook == "confirm-promotion") {
-    const bool passed =
-        c->state == CanaryState::kPassed ||
-        (c->report.verdict == vocab::Verdict::kPass && c->state == CanaryState::kRunning);
-    ReplyJson(response, passed ? 200 : 403,
-              {{"canary", id},
-               {"state", vocab::Name(c->state)},
-               {"promote", passed},
-               {"reason", reason}});
-    return;
-  }
-  const bool failed = c->state == CanaryState::kFailed;  // hook == "rollback"
-  ReplyJson(
-      response, failed ? 200 : 409,
-      {{"canary", id}, {"state", vocab::Name(c->state)}, {"rollback", failed}, {"reason", reason}});
+  Json body = {{"hook", FlaggerHookName(*hook)},
+               {"release", *release ? Json(**release) : Json(nullptr)},
+               {"canary", canary ? Json(canary->id) : Json(nullptr)},
+               {"standing", FlaggerStandingName(standing)},
+               {"go", answer.go},
+               {"meaning", answer.meaning},
+               {"reason", reason}};
+  ReplyJson(response, answer.status, body);
 }
 
 }  // namespace gpucanary::canary

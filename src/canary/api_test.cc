@@ -133,21 +133,39 @@ TEST_F(CanaryApiTest, TheVerdictHistoryIsServedOldestFirst) {
 TEST_F(CanaryApiTest, FlaggerHooksFollowFlaggersStatusCodes) {
   const std::string hook = R"({"name":"chat-api","namespace":"prod","phase":"Progressing",
                                "metadata":{"canary":"r2"}})";
-  // Neither passed nor failed yet: no promotion, no rollback.
+  // Running, not decided: gates hold, checks pass, no rollback.
   EXPECT_EQ(Call("POST", "/api/v1/flagger/confirm-promotion", hook).status, 403);
   EXPECT_EQ(Call("POST", "/api/v1/flagger/rollback", hook).status, 409);
   EXPECT_EQ(Call("POST", "/api/v1/flagger/pre-rollout", hook).status, 200);
+  EXPECT_EQ(Call("POST", "/api/v1/flagger/rollout", hook).status, 200);
+  EXPECT_EQ(Call("POST", "/api/v1/flagger/confirm-traffic-increase", hook).status, 200);
+  EXPECT_EQ(Call("POST", "/api/v1/flagger/confirm-rollout", hook).status, 200);
   EXPECT_EQ(Call("POST", "/api/v1/flagger/event", hook).status, 200);
+  net::HttpResponse r = Call("POST", "/api/v1/flagger/rollout", hook);
+  EXPECT_EQ(Body(r)["release"], "r2");
+  EXPECT_EQ(Body(r)["standing"], "running");
+  EXPECT_EQ(Body(r)["go"], true);
 
-  net::HttpResponse r = Call("POST", "/api/v1/flagger/rollback", R"({"name":"x"})");
-  EXPECT_EQ(r.status, 400);
-  EXPECT_EQ(Body(r)["error"],
-            "the webhook's metadata names no canary: set metadata.canary to the release id");
-  EXPECT_EQ(Call("POST", "/api/v1/flagger/rollback", "not json").status, 400);
-  EXPECT_EQ(Call("POST", "/api/v1/flagger/confirm-traffic-increase", hook).status, 404);
-  EXPECT_EQ(Call("GET", "/api/v1/flagger/rollback").status, 405);
+  // No release matches (no metadata, no annotation for prod/x): never a
+  // failed check or a rollback for lack of information; the gates wait.
+  const std::string unknown = R"({"name":"x","namespace":"prod","checksum":"c1"})";
+  EXPECT_EQ(Call("POST", "/api/v1/flagger/rollout", unknown).status, 200);
+  EXPECT_EQ(Call("POST", "/api/v1/flagger/rollback", unknown).status, 409);
+  EXPECT_EQ(Call("POST", "/api/v1/flagger/confirm-rollout", unknown).status, 403);
+  r = Call("POST", "/api/v1/flagger/confirm-promotion", unknown);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(Body(r)["reason"], "no release annotation matches prod/x");
   EXPECT_EQ(Call("POST", "/api/v1/flagger/rollback", R"({"metadata":{"canary":"zz"}})").status,
-            404);
+            409);
+
+  r = Call("POST", "/api/v1/flagger/rollback", "not json");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Body(r)["error"], "the webhook body is not a JSON object");
+  EXPECT_EQ(
+      Call("POST", "/api/v1/flagger/rollback", R"({"metadata":{"on_inconclusive":"x"}})").status,
+      400);
+  EXPECT_EQ(Call("POST", "/api/v1/flagger/confirm", hook).status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/flagger/rollback").status, 405);
 }
 
 TEST_F(CanaryApiTest, StopEndsTheCanaryOnce) {
