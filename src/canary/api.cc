@@ -119,6 +119,7 @@ void ReplyVerdict(const std::string& id, const std::optional<CanaryView>& c,
     ReplyJson(response, 200,
               {{"verdict", vocab::Name(vocab::Verdict::kInconclusive)},
                {"decided", false},
+               {"state", "unknown"},
                {"score", 0.0},
                {"reason", "no canary " + id}});
     return;
@@ -126,6 +127,7 @@ void ReplyVerdict(const std::string& id, const std::optional<CanaryView>& c,
   ReplyJson(response, 200,
             {{"verdict", vocab::Name(c->report.verdict)},
              {"decided", c->report.decided_at.has_value() || c->state != CanaryState::kRunning},
+             {"state", vocab::Name(c->state)},
              {"score", c->report.score},
              {"reason", Reason(*c)}});
 }
