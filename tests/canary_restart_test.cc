@@ -138,6 +138,9 @@ class CanaryRestartTest : public ::testing::Test {
            "      - files: [targets.json]\n"
            "        refresh_interval: 5s\n"
            "canary:\n  history: 10s\n  duration: 5m\n  baseline_nodes: 3\n"
+           "publish:\n  grafana: {url: '"
+        << grafana_.Url("")
+        << "'}\n"
            "actions:\n"
            "  - {name: page, kind: webhook, url: '"
         << receiver_.Url("/hook")
@@ -169,6 +172,7 @@ class CanaryRestartTest : public ::testing::Test {
   fs::path dir_;
   std::string control_;  // the simulator's control API
   gpucanary::actions::test::Receiver receiver_;
+  gpucanary::actions::test::Receiver grafana_;  // publish.grafana's annotations
   std::unique_ptr<ChildProcess> sim_;
   std::unique_ptr<ChildProcess> serve_;
 };
@@ -298,6 +302,21 @@ TEST_F(CanaryRestartTest, KillNineMidCanaryKeepsItsReleaseAndVerdictsAndActsOnce
   EXPECT_TRUE(HasReleaseCause(incident["causes"], "power_brake")) << requests[0].body;
   EXPECT_EQ(Call(control_ + "/state").json["traffic_weights"],
             Json({{"fp8-kernel", 0.0}, {"stable", 1.0}}));
+  // Grafana got the release's point annotation, then the canary's region:
+  // its window, failed, the power brake.
+  Json region;
+  ASSERT_TRUE(WaitFor(30, [&] {
+    for (const auto& r : grafana_.requests()) {
+      const Json a = Json::parse(r.body, nullptr, false);
+      if (r.target == "/api/annotations" && a.contains("timeEnd")) region = a;
+    }
+    return region.is_object();
+  }));
+  EXPECT_EQ(region["time"], static_cast<std::int64_t>(after["started_at"].get<double>() * 1000));
+  EXPECT_GT(region["timeEnd"].get<std::int64_t>(), region["time"].get<std::int64_t>());
+  EXPECT_EQ(region["tags"][2], "failed") << region.dump();
+  EXPECT_NE(region["text"].get<std::string>().find("power_brake (release)"), std::string::npos)
+      << region.dump();
   std::vector<fs::path> bundles = Bundles(dir_ / "bundles");
   ASSERT_EQ(bundles.size(), 1U);
   EXPECT_TRUE(fs::exists(bundles[0] / "incident.json"));

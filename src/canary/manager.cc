@@ -382,7 +382,19 @@ Status CanaryManager::Stop(std::string_view id, std::string_view reason) {
   if (hooks_.clear_fast) hooks_.clear_fast(c->view.id);
   Log("canary " + c->view.id + ": stopped (" + std::string(reason) + "), " +
       std::string(vocab::Name(c->view.state)));
-  return Persist(*c, false);
+  Status persisted = Persist(*c, false);
+  NotifyEnd(*c);
+  return persisted;
+}
+
+void CanaryManager::NotifyEnd(const Canary& c) {
+  if (!hooks_.on_end) return;
+  CanaryView view;
+  {
+    MutexLock lock(mu_);
+    view = c.view;
+  }
+  hooks_.on_end(view);
 }
 
 void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
@@ -410,6 +422,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   if (c.view.state == CanaryState::kAborted) {
     if (hooks_.clear_fast) hooks_.clear_fast(c.view.id);
     if (Status st = Persist(c, false); !st.ok()) Log("canary " + c.view.id + ": " + st.message());
+    NotifyEnd(c);
     return;
   }
   if (!fed && through < c.end_s) return;
@@ -452,6 +465,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
     }
     hooks_.on_fail(view);
   }
+  NotifyEnd(c);
 }
 
 void CanaryManager::NotifyNodeFaults(Canary& c) {

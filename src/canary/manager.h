@@ -81,6 +81,10 @@ struct CanaryHooks {
   // it (a node's own fault, docs/contracts.md §6) while the canary goes on; on the
   // manager's thread; may be null.
   std::function<void(const CanaryView& canary, const std::string& node)> on_node_fault;
+  // Called once when a canary ends (passed, failed, inconclusive, aborted),
+  // after its state is recorded, on the caller's thread (the manager's, or
+  // Stop's); may be null.
+  std::function<void(const CanaryView& canary)> on_end;
   std::function<void(std::string_view)> log;
 };
 
@@ -129,6 +133,7 @@ class CanaryManager {
   Status RestoreEnded(const store::CanaryRecord& record);
   void Step(Canary& c, std::int64_t now_ms);
   void NotifyNodeFaults(Canary& c);
+  void NotifyEnd(const Canary& c);
   Result<std::unique_ptr<Canary>> Build(const std::string& id, const std::string& release_id,
                                         double started_at, std::vector<std::string> canary_hosts,
                                         std::vector<std::string> baseline_hosts);

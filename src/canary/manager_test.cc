@@ -193,7 +193,8 @@ TEST_F(CanaryManagerTest, TheLiveVerdictIsTheOfflineJudges) {
           Result<bool> more = replay.Next(tick);
           if (!more) return Error(more.error());
           if (!*more) break;
-          if (tick.time_s < release - 15 || tick.time_s > *l.last_tick) continue;
+          if (tick.time_s < release - 15 || static_cast<double>(tick.time_s) > *l.last_tick)
+            continue;
           judge.Add(tick, analysis::Catalog::Of(replay));
         }
         offline = judge.Snapshot();

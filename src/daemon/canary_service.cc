@@ -83,6 +83,7 @@ CanaryService::CanaryService(store::Store& store, store::MetaDb& meta, Clock& cl
     OnNodeFault(view, node);
   };
   hooks.log = options_.log;
+  hooks.on_end = options_.on_end;
   manager_ = std::make_unique<canary::CanaryManager>(store_, meta_, clock_, options_.canary,
                                                      std::move(hooks));
   api_ = std::make_unique<canary::CanaryApi>(*manager_, meta_, options_.log);

@@ -36,6 +36,8 @@ struct CanaryServiceOptions {
   canary::CanaryOptions canary;
   std::vector<actions::ActionConfig> actions;
   std::function<void(std::string_view)> log;
+  // Called once when a canary ends (canary::CanaryHooks::on_end); may be null.
+  std::function<void(const canary::CanaryView& canary)> on_end;
 };
 
 class CanaryService {

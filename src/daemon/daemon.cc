@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -18,10 +20,13 @@
 #include "model/family_writer.h"
 #include "net/http_server.h"
 #include "nvml/source.h"
+#include "releases/publisher.h"
+#include "releases/release.h"
 #include "remote/receiver.h"
 #include "scrape/scrape_manager.h"
 #include "store/meta_db.h"
 #include "store/store.h"
+#include "vocab/vocab.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -113,6 +118,27 @@ Status Daemon::Impl::Start() {
   co.canary = config_.canary;
   co.actions = config_.actions;
   co.log = options_.log;
+  // A canary that ends is a region on Grafana's dashboards: its window, its
+  // verdict and causes (publish.grafana).
+  co.on_end = [this](const canary::CanaryView& view) {
+    releases::CanaryOutcome o;
+    o.canary_id = view.id;
+    o.release_id = view.release_id;
+    o.started_at = view.started_at;
+    o.ended_at = view.ended_at.value_or(view.started_at);
+    o.state = std::string(vocab::Name(view.state));
+    o.verdict = std::string(vocab::Name(view.report.verdict));
+    for (const analysis::Cause& c : view.report.causes) {
+      o.causes.push_back(std::string(vocab::Name(c.kind)) + " (" +
+                         std::string(vocab::Name(c.scope)) + "): " + c.summary);
+    }
+    std::optional<releases::Release> release;
+    if (auto stored = meta_->GetRelease(view.release_id); stored && stored->has_value()) {
+      if (auto parsed = releases::ParseRelease((*stored)->annotation)) release = std::move(*parsed);
+    }
+    o.release = release ? &*release : nullptr;
+    releases_->publisher().PublishCanary(o);
+  };
   canaries_ = std::make_unique<CanaryService>(*store_, *meta_, clock_, scraper_.get(), co);
   if (Status s = canaries_->Start(); !s.ok()) return s;
   releases_->SetOnRelease(

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -167,7 +168,9 @@ Answer<std::vector<store::SeriesSamples>> ReadSeries(const Call& c,
   return out;
 }
 
-// The newest sample at or before `t` within the lookback, unless it is a
+// The newest sample at or before `t` within the lookback, [t - lookback, t]
+// closed at both ends as in Prometheus 2.42 (promql/engine.go
+// vectorSelectorSingle drops only t < ref - lookback), unless it is a
 // staleness marker. `samples` in time order.
 const store::Sample* LatestAt(const std::vector<store::Sample>& samples, std::int64_t t,
                               std::int64_t lookback_ms) {
@@ -175,7 +178,7 @@ const store::Sample* LatestAt(const std::vector<store::Sample>& samples, std::in
                              [](std::int64_t x, const store::Sample& s) { return x < s.t; });
   if (it == samples.begin()) return nullptr;
   --it;
-  if (it->t <= t - lookback_ms || store::IsStaleNaN(it->v)) return nullptr;
+  if (it->t < t - lookback_ms || store::IsStaleNaN(it->v)) return nullptr;
   return &*it;
 }
 
@@ -259,7 +262,9 @@ Answer<std::string> Query(const Call& c) {
   if (!sel) return tl::unexpected(sel.error());
   auto t = TimeParam(c.params, "time", c.now);
   if (!t) return tl::unexpected(t.error());
-  const std::int64_t lo = sel->range_ms ? *t - *sel->range_ms + 1 : *t - c.options.lookback_ms + 1;
+  // `s[r]` at t is [t - r, t], closed as in Prometheus 2.42 (matrixIterSlice
+  // keeps T >= mint); Prometheus 3 made it (t - r, t].
+  const std::int64_t lo = sel->range_ms ? *t - *sel->range_ms : *t - c.options.lookback_ms;
   auto series = ReadSeries(c, sel->matchers, lo, *t);
   if (!series) return tl::unexpected(series.error());
   if (!sel->range_ms) return Vector(*series, *t, c.options.lookback_ms);
@@ -297,7 +302,7 @@ Answer<std::string> QueryRange(const Call& c) {
         "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
         "resolution (?step=XX)"));
   }
-  auto series = ReadSeries(c, sel->matchers, *start - c.options.lookback_ms + 1, *end);
+  auto series = ReadSeries(c, sel->matchers, *start - c.options.lookback_ms, *end);
   if (!series) return tl::unexpected(series.error());
   return Matrix(*series, [&](const store::SeriesSamples& s, std::string& values) {
     for (std::int64_t t = *start; t <= *end; t += *step) {
@@ -309,10 +314,9 @@ Answer<std::string> QueryRange(const Call& c) {
   });
 }
 
-// GET|POST /api/v1/series: match[] (repeated), start, end.
-Answer<std::string> Series(const Call& c) {
-  auto range = MetadataRange(c.params);
-  if (!range) return tl::unexpected(range.error());
+// The match[] selectors (repeated) of /series, /labels and
+// /label/<name>/values; empty when none is given.
+Answer<std::vector<std::vector<model::Matcher>>> MatchSets(const Call& c) {
   std::vector<std::vector<model::Matcher>> sets;
   for (const auto& [k, v] : c.params) {
     if (k != "match[]") continue;
@@ -320,15 +324,34 @@ Answer<std::string> Series(const Call& c) {
     if (!m) return tl::unexpected(BadData("invalid parameter \"match[]\": " + m.error().message()));
     sets.push_back(std::move(*m));
   }
-  if (sets.empty()) return tl::unexpected(BadData("no match[] parameter provided"));
+  return sets;
+}
+
+// The label sets of the series `sets` select in the range (deduplicated).
+Answer<std::vector<model::Labels>> Selected(const Call& c,
+                                            const std::vector<std::vector<model::Matcher>>& sets,
+                                            std::int64_t from, std::int64_t to) {
   std::vector<model::Labels> all;
   for (const auto& m : sets) {
-    auto found = c.store.SeriesIn(m, range->first, range->second);
+    auto found = c.store.SeriesIn(m, from, to);
     if (!found) return tl::unexpected(ApiError{500, "internal", found.error().message()});
     all.insert(all.end(), found->begin(), found->end());
   }
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+// GET|POST /api/v1/series: match[] (repeated), start, end.
+Answer<std::string> Series(const Call& c) {
+  auto range = MetadataRange(c.params);
+  if (!range) return tl::unexpected(range.error());
+  auto sets = MatchSets(c);
+  if (!sets) return tl::unexpected(sets.error());
+  if (sets->empty()) return tl::unexpected(BadData("no match[] parameter provided"));
+  auto selected = Selected(c, *sets, range->first, range->second);
+  if (!selected) return tl::unexpected(selected.error());
+  const std::vector<model::Labels>& all = *selected;
   std::string data = "[";
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (i > 0) data += ',';
@@ -337,14 +360,25 @@ Answer<std::string> Series(const Call& c) {
   return data + "]";
 }
 
-// GET|POST /api/v1/labels: start, end.
+// GET|POST /api/v1/labels: start, end, match[] (optional, repeated: only
+// the names of the series they select, as Prometheus does).
 Answer<std::string> Labels(const Call& c) {
   auto range = MetadataRange(c.params);
   if (!range) return tl::unexpected(range.error());
-  return StringList(c.store.LabelNames(range->first, range->second));
+  auto sets = MatchSets(c);
+  if (!sets) return tl::unexpected(sets.error());
+  if (sets->empty()) return StringList(c.store.LabelNames(range->first, range->second));
+  auto series = Selected(c, *sets, range->first, range->second);
+  if (!series) return tl::unexpected(series.error());
+  std::set<std::string> names;
+  for (const model::Labels& labels : *series) {
+    for (const auto& l : labels) names.insert(l.name);
+  }
+  return StringList(std::vector<std::string>(names.begin(), names.end()));
 }
 
-// GET|POST /api/v1/label/{name}/values: start, end.
+// GET|POST /api/v1/label/{name}/values: start, end, match[] (optional, as
+// for /labels).
 Answer<std::string> LabelValues(const Call& c) {
   auto range = MetadataRange(c.params);
   if (!range) return tl::unexpected(range.error());
@@ -353,7 +387,17 @@ Answer<std::string> LabelValues(const Call& c) {
   if (!name || !model::IsValidLabelName(*name)) {
     return tl::unexpected(BadData("invalid label name: \"" + std::string(c.arg) + "\""));
   }
-  return StringList(c.store.LabelValues(*name, range->first, range->second));
+  auto sets = MatchSets(c);
+  if (!sets) return tl::unexpected(sets.error());
+  if (sets->empty()) return StringList(c.store.LabelValues(*name, range->first, range->second));
+  auto series = Selected(c, *sets, range->first, range->second);
+  if (!series) return tl::unexpected(series.error());
+  std::set<std::string> values;
+  for (const model::Labels& labels : *series) {
+    const std::string_view v = model::LabelValue(labels, *name);
+    if (!v.empty()) values.insert(std::string(v));
+  }
+  return StringList(std::vector<std::string>(values.begin(), values.end()));
 }
 
 // The route table.

@@ -125,7 +125,10 @@ TEST_F(QueryApiTest, StalenessEndsASeriesAndIsNeverReturned) {
           std::to_string(kT0 / 1000 + 310));
   ASSERT_EQ(j["data"]["resultType"], "matrix");
   const Json& values = j["data"]["result"][0]["values"];
-  EXPECT_EQ(values.size(), 49U);  // 251..299: the marker at 300 is not a sample
+  // [250, 310] closed at both ends, as Prometheus 2.42: 250..299; the
+  // marker at 300 is not a sample.
+  EXPECT_EQ(values.size(), 50U);
+  EXPECT_EQ(values.front()[0], kT0 / 1000 + 250);
   EXPECT_EQ(values.back()[0], kT0 / 1000 + 299);
 }
 

@@ -48,6 +48,7 @@ class ReleaseApi {
   void AppendMetrics(std::string& out) const;
 
   const releases::Publisher& publisher() const { return publisher_; }
+  releases::Publisher& publisher() { return publisher_; }
 
   // Called for each new release once it is stored (not for a repeat): the
   // live canary service starts its canary there. Returns the canary id,

@@ -56,6 +56,33 @@ std::string ReleaseSummary(const Release& r) {
   return out;
 }
 
+std::string GrafanaCanaryBody(const CanaryOutcome& o, const GrafanaSinkConfig& sink) {
+  std::vector<std::string> tags = {"gpucanary", "canary"};
+  auto add_tag = [&](const std::string& tag) {
+    if (!tag.empty() && std::find(tags.begin(), tags.end(), tag) == tags.end()) {
+      tags.push_back(tag);
+    }
+  };
+  add_tag(o.state);
+  if (o.release != nullptr) {
+    add_tag(o.release->service);
+    add_tag(o.release->environment);
+  }
+  for (const std::string& tag : sink.tags) add_tag(tag);
+  std::string text = "canary " + o.canary_id;
+  if (o.release_id != o.canary_id) text += " (" + o.release_id + ")";
+  text += ": " + o.state;
+  if (!o.verdict.empty() && o.verdict != o.state) text += " (verdict " + o.verdict + ")";
+  for (const std::string& c : o.causes) text += "; " + c;
+  OrderedJson body;
+  if (!sink.dashboard_uid.empty()) body["dashboardUID"] = sink.dashboard_uid;
+  body["time"] = static_cast<std::int64_t>(std::llround(o.started_at * 1000));
+  body["timeEnd"] = static_cast<std::int64_t>(std::llround(o.ended_at * 1000));
+  body["tags"] = tags;
+  body["text"] = text;
+  return body.dump();
+}
+
 std::string GrafanaAnnotationBody(const Release& r, const GrafanaSinkConfig& sink) {
   std::vector<std::string> tags = {"gpucanary", "release"};
   auto add_tag = [&](const std::string& tag) {
@@ -277,6 +304,12 @@ Publisher::Publisher(PublishConfig config, const std::function<void(std::string_
 }
 
 Publisher::~Publisher() = default;
+
+void Publisher::PublishCanary(const CanaryOutcome& outcome) {
+  if (grafana_) {
+    grafana_->Push(outcome.release_id, GrafanaCanaryBody(outcome, *config_.grafana));
+  }
+}
 
 void Publisher::Publish(const Release& release) {
   if (grafana_) grafana_->Push(release.id, GrafanaAnnotationBody(release, *config_.grafana));

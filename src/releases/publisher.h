@@ -3,7 +3,8 @@
 // `publish`):
 //
 // - Grafana: POST {url}/api/annotations with a Bearer token, one annotation
-//   per release at its start (Grafana's HTTP API,
+//   per release at its start, and one region per live canary when it ends
+//   (time..timeEnd, its verdict and causes) (Grafana's HTTP API,
 //   https://grafana.com/docs/grafana/latest/developers/http_api/annotations/):
 //     {"time":1764680000000,"tags":["gpucanary","release","chat-api"],
 //      "text":"llama3-70b-2026-12-02.1: 2026.12.02-1 llama-3-70b-instruct fp8"}
@@ -60,8 +61,25 @@ struct PublishConfig {
   bool empty() const { return !grafana && !otlp; }
 };
 
+// A live canary that ended, for a region annotation: Grafana shades
+// started_at..ended_at and shows the verdict and its causes.
+struct CanaryOutcome {
+  std::string canary_id;
+  const Release* release = nullptr;  // its annotation, for the tags; may be null
+  std::string release_id;
+  double started_at = 0;  // Unix seconds
+  double ended_at = 0;
+  std::string state;                // passed, failed, inconclusive, aborted
+  std::string verdict;              // pass, fail, inconclusive
+  std::vector<std::string> causes;  // "kind (scope): sentence"
+};
+
 // The request bodies, exactly as sent (pure; tested byte for byte).
 std::string GrafanaAnnotationBody(const Release& release, const GrafanaSinkConfig& sink);
+// {"time": started_at, "timeEnd": ended_at (ms), "tags": ["gpucanary",
+//  "canary", <state>, service, environment, sink tags...], "text": "canary
+//  <id> (<release>): <state>; <cause>; ..."}
+std::string GrafanaCanaryBody(const CanaryOutcome& outcome, const GrafanaSinkConfig& sink);
 std::string OtlpMetricsBody(const Release& release);
 // "<id>: <version> <model> <checkpoint> <quantization> <framework> <framework_version>
 // CUDA <cuda_version> <git_sha>", the empty ones left out.
@@ -86,6 +104,8 @@ class Publisher {
 
   // Queues `release` for every configured sink and returns at once.
   void Publish(const Release& release);
+  // Queues a canary's region annotation for Grafana (when configured).
+  void PublishCanary(const CanaryOutcome& outcome);
 
   SinkStats stats(Sink sink) const;
   // Waits until every sink's queue is empty and no attempt is in flight.

@@ -144,6 +144,46 @@ TEST(PublisherTest, GrafanaGetsOneAnnotationWithTheToken) {
   EXPECT_EQ(publisher.stats(Publisher::Sink::kGrafana).failures, 0U);
 }
 
+// A canary that ended: a region (time..timeEnd) with its state, verdict
+// and causes, tagged so a dashboard can filter canaries by outcome.
+TEST(PublisherTest, GrafanaGetsACanaryRegionWithItsVerdictAndCauses) {
+  RecordingServer grafana({200});
+  PublishConfig config = FastRetries();
+  config.grafana = GrafanaSinkConfig{grafana.url(), "glsa_secret", {"prod-a"}, "gpu-fleet"};
+  Publisher publisher(config, nullptr);
+  const Release release = Example();
+  CanaryOutcome o;
+  o.canary_id = "llama3-70b-2026-12-02.1";
+  o.release = &release;
+  o.release_id = release.id;
+  o.started_at = 1764680000.0;
+  o.ended_at = 1764680047.5;
+  o.state = "failed";
+  o.verdict = "fail";
+  o.causes = {"power_brake (release): HW power brake held SM clock at 1050 MHz on node-4/0"};
+  publisher.PublishCanary(o);
+  ASSERT_TRUE(publisher.WaitIdle(10'000));
+  const auto requests = grafana.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].target, "/api/annotations");
+  EXPECT_EQ(requests[0].body,
+            R"({"dashboardUID":"gpu-fleet","time":1764680000000,"timeEnd":1764680047500,)"
+            R"("tags":["gpucanary","canary","failed","chat-api","prod","prod-a"],)"
+            R"("text":"canary llama3-70b-2026-12-02.1: failed (verdict fail); power_brake )"
+            R"((release): HW power brake held SM clock at 1050 MHz on node-4/0"})");
+  // Without the release's annotation, without causes, another id.
+  CanaryOutcome bare;
+  bare.canary_id = "c1";
+  bare.release_id = "r1";
+  bare.started_at = 10;
+  bare.ended_at = 20;
+  bare.state = "inconclusive";
+  bare.verdict = "inconclusive";
+  EXPECT_EQ(GrafanaCanaryBody(bare, GrafanaSinkConfig{}),
+            R"({"time":10000,"timeEnd":20000,"tags":["gpucanary","canary","inconclusive"],)"
+            R"("text":"canary c1 (r1): inconclusive"})");
+}
+
 TEST(PublisherTest, OtlpGetsOneResourceWithTheReleaseFields) {
   RecordingServer collector({200});
   PublishConfig config = FastRetries();
