@@ -156,4 +156,134 @@ TEST_F(PrometheusSimTest, PrometheusScrapesTheWholeFleetEverySecondWithoutErrors
   EXPECT_EQ(Scalar("count(vllm:e2e_request_latency_seconds_bucket{le=\"+Inf\"})"), 8);
 }
 
+// The Grafana dashboard of deploy/grafana (docs/grafana.md) on a live
+// stack: the simulated fleet (a release that raises XIDs), `gpucanary serve` scraping it with a
+// canary running, and Prometheus scraping both at 1 s. Every panel's query and the release
+// annotation's, with Grafana's variables as Grafana fills them
+// ($Hostname "All" is `.*`, $__rate_interval 30s), parses and returns data
+// over the last 30 s; so does the Hostname variable's label_values query.
+TEST_F(PrometheusSimTest, EveryDashboardQueryReturnsData) {
+  const fs::path targets = dir_ / "targets.json";
+  sim_ = std::make_unique<Child>(
+      std::vector<std::string>{GPUCANARY_BIN, "sim", "--scenario",
+                               std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/xid-flood.yaml",
+                               "--base-port", "0", "--control-port", "0", "--targets-file",
+                               targets.string()},
+      dir_ / "sim.log");
+  std::string control;
+  constexpr std::string_view kControl = "control API http://";
+  ASSERT_TRUE(WaitFor(30, [&] {
+    const std::string log = ReadFile(dir_ / "sim.log");
+    const std::size_t at = log.find(kControl);
+    const std::size_t end = log.find("/state", at);
+    if (at == std::string::npos || end == std::string::npos) return false;
+    control = "http://" + log.substr(at + kControl.size(), end - at - kControl.size());
+    return fs::exists(targets);
+  })) << ReadFile(dir_ / "sim.log");
+  std::ofstream(dir_ / "serve.yaml") << "listen: 127.0.0.1:0\n"
+                                        "storage:\n  path: data-gc\n"
+                                        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                                        "scrape_configs:\n"
+                                        "  - job_name: fleet\n"
+                                        "    file_sd_configs:\n"
+                                        "      - files: ['"
+                                     << targets.string()
+                                     << "']\n"
+                                        "canary:\n  history: 5s\n  duration: 5m\n";
+  std::unique_ptr<Child> serve;
+  const std::string gc_url = gpucanary::test::StartServeChild(
+      GPUCANARY_BIN, dir_, dir_ / "serve.yaml", "serve.log", serve);
+  ASSERT_FALSE(gc_url.empty()) << ReadFile(dir_ / "serve.log");
+  const std::string gc_host = gc_url.substr(gc_url.find("//") + 2);
+
+  const int port = FreePort();
+  prom_url_ = "http://127.0.0.1:" + std::to_string(port);
+  std::ofstream(dir_ / "prometheus.yml")
+      << "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+      << "scrape_configs:\n"
+      << "  - job_name: sim\n"
+      << "    file_sd_configs:\n"
+      << "      - files: ['" << targets.string() << "']\n"
+      << "  - job_name: gpucanary\n"
+      << "    static_configs: [{targets: ['" << gc_host << "']}]\n";
+  prometheus_ = std::make_unique<Child>(
+      std::vector<std::string>{kPrometheus, "--config.file=" + (dir_ / "prometheus.yml").string(),
+                               "--storage.tsdb.path=" + (dir_ / "data").string(),
+                               "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+      dir_ / "prometheus.log");
+  // A release with a canary on node-4 once gpucanary has its history.
+  ASSERT_TRUE(WaitFor(30, [&] { return Scalar("count(DCGM_FI_DEV_SM_CLOCK)") == 64; }))
+      << ReadFile(dir_ / "prometheus.log");
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  gpucanary::net::FetchOptions post;
+  post.method = "POST";
+  post.content_type = "application/json";
+  const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  post.body = R"({"id":"dash-1","service":"chat-api","started_at":)" + std::to_string(now_s) +
+              R"(,"targets":["node-4"]})";
+  const auto posted = gpucanary::net::Fetch(gc_url + "/api/v1/releases", post);
+  ASSERT_TRUE(posted.has_value());
+  ASSERT_EQ(posted->status, 201) << posted->body;
+  // The release is the scenario's CUDA-graph bug: XID 31 on node-4 (the
+  // last-XID field is blank until a GPU's first XID, as dcgm-exporter's).
+  post.body = R"({"release":"graphs","nodes":["node-4"]})";
+  const auto deployed = gpucanary::net::Fetch(control + "/deploy", post);
+  ASSERT_TRUE(deployed.has_value());
+  ASSERT_EQ(deployed->status, 200) << deployed->body;
+  ASSERT_TRUE(WaitFor(
+      60,
+      [&] {
+        return Scalar("count(gpucanary_canary_verdict)") > 0 &&
+               Scalar("count(DCGM_FI_DEV_XID_ERRORS)") > 0 &&
+               Scalar("count(count_over_time(vllm:generation_tokens_total[30s]) >= 10)") == 8;
+      }))
+      << ReadFile(dir_ / "prometheus.log") << ReadFile(dir_ / "serve.log");
+
+  const Json dash = Json::parse(
+      ReadFile(fs::path(GPUCANARY_SOURCE_DIR) / "deploy" / "grafana" / "gpucanary.json"));
+  std::vector<std::string> exprs;
+  for (const Json& panel : dash["panels"]) {
+    for (const Json& t : panel.value("targets", Json::array())) exprs.push_back(t["expr"]);
+  }
+  for (const Json& a : dash["annotations"]["list"]) {
+    if (a.contains("expr")) exprs.push_back(a["expr"]);
+  }
+  ASSERT_GE(exprs.size(), 15U);
+  const auto fill = [](std::string e) {
+    for (const auto& [var, value] :
+         {std::pair<std::string, std::string>{"$Hostname", ".*"}, {"$__rate_interval", "30s"}}) {
+      for (std::size_t at = e.find(var); at != std::string::npos; at = e.find(var)) {
+        e.replace(at, var.size(), value);
+      }
+    }
+    return e;
+  };
+  const auto encode = [](const std::string& text) {
+    std::string q;
+    for (char c : text) {
+      if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.') {
+        q += c;
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+        q += buf;
+      }
+    }
+    return q;
+  };
+  const std::string range =
+      "&start=" + std::to_string(now_s - 20) + "&end=" + std::to_string(now_s + 40) + "&step=5";
+  for (const std::string& e : exprs) {
+    const Json data = Api("query_range?query=" + encode(fill(e)) + range);
+    ASSERT_TRUE(data.is_object()) << "does not parse or failed: " << fill(e);
+    EXPECT_FALSE(data["result"].empty()) << "no data: " << fill(e);
+  }
+  const Json hosts = Api("label/Hostname/values?match[]=DCGM_FI_DEV_SM_CLOCK");
+  ASSERT_TRUE(hosts.is_array());
+  EXPECT_EQ(hosts.size(), 8U);
+  serve.reset();
+}
+
 }  // namespace
