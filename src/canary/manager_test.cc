@@ -59,11 +59,11 @@ class CanaryManagerTest : public ::testing::Test {
 
   void LoadTelemetry() { testing::LoadRecording(testing::PowerBrakeRecording(), *store_); }
 
-  void NewManager() {
+  void NewManager(std::int64_t duration_s = 100) {
     CanaryOptions options;
     options.policy = analysis::DefaultPolicy();
     options.history_s = 15;
-    options.duration_s = 100;
+    options.duration_s = duration_s;
     options.baseline_nodes = 3;
     CanaryHooks hooks;
     hooks.set_fast = [this](const std::string& key, const std::vector<std::string>& hosts) {
@@ -302,6 +302,26 @@ TEST_F(CanaryManagerTest, AnEndedCanaryIsStillThereAfterARestart) {
   EXPECT_TRUE(fast_.empty());
   EXPECT_EQ(meta_->Verdicts("fp8-kernel")->size(), verdicts);
   EXPECT_EQ(manager_->Stop("fp8-kernel", "test").code(), StatusCode::kFailedPrecondition);
+}
+
+// The fleet's telemetry stops (the recording ends at 140 s) while a
+// canary of 200 s is still open: it still ends at its duration, without a
+// verdict, instead of holding its hosts on fast scraping and every
+// Flagger or Argo gate that waits on it for good.
+TEST_F(CanaryManagerTest, ACanaryWhoseTelemetryStopsStillEndsAtItsDuration) {
+  LoadTelemetry();
+  NewManager(200);
+  ASSERT_TRUE(manager_
+                  ->Start({.release_id = "noop",
+                           .started_at = static_cast<double>(kStart + 20),
+                           .targets = {"node-5"},
+                           .selector = {},
+                           .previous = "stable"})
+                  .has_value());
+  RunUntil(kStart + 400);
+  const CanaryView view = *manager_->Get("noop");
+  EXPECT_NE(view.state, vocab::CanaryState::kRunning) << analysis::ReportToJson(view.report);
+  EXPECT_TRUE(fast_.empty());
 }
 
 // A harmless release on node-4 while node-2, a baseline node, brakes on its
