@@ -25,6 +25,7 @@ PACKAGES=(
   libbenchmark-dev                # benchmarks
   nodejs                          # the dashboard's npm dependencies and its browser test
   chromium                        # the dashboard's browser test (tests/browser)
+  curl python3-yaml               # scripts: benchmarks, the package and deployment checks
 )
 # npm comes with NodeSource's nodejs, which conflicts with Debian's npm package.
 command -v npm >/dev/null || PACKAGES+=(npm)
