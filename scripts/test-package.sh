@@ -50,7 +50,8 @@ if command -v systemd-analyze >/dev/null; then
     "$ROOT/usr/lib/systemd/system/gpucanary.service" >"$unit"
   out=$(systemd-analyze verify "$unit" 2>&1 || true)
   # Only findings about this unit count (the host's own units may be odd).
-  if grep -i "gpucanary.service" <<<"$out" | grep -vi "user.*gpucanary\|group.*gpucanary" | grep -q .; then
+  findings=$(grep -i "gpucanary.service" <<<"$out" | grep -vci "user.*gpucanary\|group.*gpucanary" || true)
+  if ((findings > 0)); then
     echo "$out" >&2
     fail "systemd-analyze verify found problems in the unit"
   fi
@@ -69,6 +70,9 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null || { cat "$TMP/serve.log"; fail "/-/ready"; }
-curl -sf "http://127.0.0.1:$port/" | grep -qi '<!doctype html>' || fail "no dashboard at /"
+# Into a file first: `curl | grep -q` fails under pipefail when grep stops
+# reading early (curl gets SIGPIPE).
+curl -sf "http://127.0.0.1:$port/" -o "$TMP/index.html" || fail "GET / failed"
+grep -qi '<!doctype html>' "$TMP/index.html" || fail "no dashboard at /"
 [[ -e $TMP/var/data/meta.sqlite ]] || fail "no data directory where the example configuration says"
 echo "test-package: the packaged binary serves the packaged configuration (/-/ready, /)"
