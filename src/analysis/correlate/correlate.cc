@@ -385,12 +385,16 @@ std::vector<Regression> Combine(std::vector<Regression> released, std::vector<Re
   return out;
 }
 
+}  // namespace
+
 // One node's own fault is one report, however often it flares: a GPU
 // that thermal-throttles every few minutes for hours gives an episode per
 // flare (they are more than group_window_s apart), and a day of it gave
 // 16 reports. Regressions no release is suspected of, of one mechanism, on
 // the same nodes and not fleet-wide, become the first of them, with the
-// GPUs of all and "recurred N times until T" in the summary.
+// GPUs of all and "recurred N times until T" in the summary; so does a
+// change of the same measure there with no mechanism named, within
+// kRecurSpanS of the last flare.
 std::vector<Regression> MergeRecurring(std::vector<Regression> regressions,
                                        const FleetSeries& fleet) {
   const auto kind_of = [](const Regression& r) {
@@ -400,12 +404,18 @@ std::vector<Regression> MergeRecurring(std::vector<Regression> regressions,
   std::vector<int> recurred;
   std::vector<double> last;
   for (Regression& r : regressions) {
-    const bool own = r.suspects.empty() && kind_of(r).has_value() &&
-                     !FleetWide(r.nodes.size(), fleet.nodes.size());
+    const bool own = r.suspects.empty() && !FleetWide(r.nodes.size(), fleet.nodes.size());
     std::size_t into = out.size();
     if (own) {
       for (std::size_t i = 0; i < out.size(); ++i) {
-        if (out[i].suspects.empty() && kind_of(out[i]) == kind_of(r) && out[i].nodes == r.nodes) {
+        if (!out[i].suspects.empty() || out[i].nodes != r.nodes || !kind_of(out[i])) continue;
+        // The same mechanism again; or a change of the same measure with no
+        // mechanism of its own while that fault keeps flaring (a flare
+        // whose buckets missed the throttle flag).
+        const bool same_kind = kind_of(r) == kind_of(out[i]);
+        const bool unnamed_flare = !kind_of(r) && r.metric == out[i].metric &&
+                                   r.at <= last[i] + static_cast<double>(kRecurSpanS);
+        if (same_kind || unnamed_flare) {
           into = i;
           break;
         }
@@ -432,8 +442,6 @@ std::vector<Regression> MergeRecurring(std::vector<Regression> regressions,
   }
   return out;
 }
-
-}  // namespace
 
 namespace {
 

@@ -95,6 +95,16 @@ inline bool FleetWide(std::size_t changed, std::size_t nodes) {
 bool FleetLoadExplains(std::string_view metric, double at_s, const std::vector<std::string>& nodes,
                        const FleetSeries& fleet);
 
+// correlate.cc: a node's own fault is one report however often it flares.
+// Regressions (in time order) with no suspect, not fleet-wide, on the same
+// nodes and of one mechanism become the first of them (its GPUs the union,
+// "; recurred N times until T" in its summary); so does a change of the same
+// measure there with no mechanism named, within kRecurSpanS of the last
+// flare.
+inline constexpr std::int64_t kRecurSpanS = 1800;
+std::vector<Regression> MergeRecurring(std::vector<Regression> regressions,
+                                       const FleetSeries& fleet);
+
 // The median of `v` (the mean of the two middle values for an even count);
 // NaN for an empty `v`.
 double Median(std::vector<double> v);

@@ -16,6 +16,7 @@
 #include "analysis/correlate/series.h"
 #include "analysis/correlate/sources.h"
 #include "analysis/replay/replay.h"
+#include "core/time_format.h"
 #include "releases/release.h"
 #include "sim/engine.h"
 #include "sim/offline.h"
@@ -175,7 +176,9 @@ TEST_F(CorrelateFleetTest, ANodesOwnFaultIsNotBlamedOnTheReleaseItRuns) {
 TEST_F(CorrelateFleetTest, AFleetWideHeatWaveThatSlowsNothingIsNoRegression) {
   for (const Regression& r : fleet_report->regressions) {
     EXPECT_NE(r.metric, "DCGM_FI_DEV_GPU_TEMP") << r.summary;
-    if (r.at >= 1764680890.0) EXPECT_TRUE(r.suspects.empty()) << r.summary;
+    if (r.at >= 1764680890.0) {
+      EXPECT_TRUE(r.suspects.empty()) << r.summary;
+    }
   }
 }
 
@@ -303,6 +306,50 @@ events:
     if (r.metric == "vllm:time_per_output_token_seconds" && r.nodes.size() >= 6) found = true;
   }
   EXPECT_TRUE(found) << CorrelateReportText(slow);
+}
+
+// A node's own fault flaring all afternoon is one report: three thermal
+// episodes on node-9 and a clock change there with no throttle flag in its
+// buckets (within kRecurSpanS of the last flare) become the first; a change
+// two hours later, one with a suspect, and one on another node stay apart.
+TEST(CorrelateTest, ANodesRecurringFaultIsOneReport) {
+  FleetSeries fleet;
+  for (int n = 0; n < 10; ++n) {
+    NodeInfo node;
+    node.host = "node-" + std::to_string(n);
+    fleet.nodes.push_back(node);
+  }
+  const auto make = [](double at, std::optional<vocab::CauseKind> kind, std::string gpu,
+                       std::string node = "node-9") {
+    Regression r;
+    r.metric = "DCGM_FI_DEV_SM_CLOCK";
+    r.at = at;
+    r.nodes = {std::move(node)};
+    r.gpus = {std::move(gpu)};
+    r.causes.push_back({kind, vocab::Scope::kNode, ""});
+    r.summary = "flare";
+    return r;
+  };
+  using K = vocab::CauseKind;
+  std::vector<Regression> in = {make(1000, K::kThermalThrottle, "node-9/0"),
+                                make(2000, K::kThermalThrottle, "node-9/1"),
+                                make(2500, std::nullopt, "node-9/1"),
+                                make(3000, K::kThermalThrottle, "node-9/0"),
+                                make(3000 + 7200, std::nullopt, "node-9/0"),
+                                make(3100, K::kThermalThrottle, "node-3/0", "node-3")};
+  Regression blamed = make(3200, K::kThermalThrottle, "node-9/0");
+  blamed.suspects.push_back(Suspect{});
+  in.push_back(blamed);
+  std::sort(in.begin(), in.end(),
+            [](const Regression& a, const Regression& b) { return a.at < b.at; });
+  const std::vector<Regression> out = MergeRecurring(in, fleet);
+  ASSERT_EQ(out.size(), 4U);
+  EXPECT_EQ(out[0].at, 1000);
+  EXPECT_EQ(out[0].gpus, (std::vector<std::string>{"node-9/0", "node-9/1"}));
+  EXPECT_EQ(out[0].summary, "flare; recurred 3 times until " + FormatUtcMillis(3000 * 1000));
+  EXPECT_EQ(out[1].nodes, std::vector<std::string>{"node-3"});
+  EXPECT_FALSE(out[2].suspects.empty());
+  EXPECT_EQ(out[3].at, 3000 + 7200);
 }
 
 // FleetLoadExplains on a fleet built by hand: 10 nodes whose per-token
