@@ -25,10 +25,10 @@ cmake --build build/asan -j "$jobs"
 # from 386 s to 658 s and made a browser test race; niced, it leaves their
 # CPU share alone. Its findings are printed after the tests' results.
 # Only what changed is linted: the sources touched by the last
-# GPUCANARY_LINT_COMMITS commits (default 10, more than a landing holds);
+# GPUCANARY_LINT_COMMITS commits (default 30, more than a landing holds);
 # every source when the history is shorter (a shallow clone) or when
 # GPUCANARY_LINT_COMMITS=all. `bash scripts/lint.sh` lints everything.
-lint_commits=${GPUCANARY_LINT_COMMITS:-10}
+lint_commits=${GPUCANARY_LINT_COMMITS:-30}
 lint_files=()
 if [[ $lint_commits != all ]] && git rev-parse -q --verify "HEAD~$lint_commits^{commit}" >/dev/null; then
   while IFS= read -r f; do
