@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -56,19 +57,33 @@ std::string ReleaseSummary(const Release& r) {
   return out;
 }
 
-std::string GrafanaCanaryBody(const CanaryOutcome& o, const GrafanaSinkConfig& sink) {
-  std::vector<std::string> tags = {"gpucanary", "canary"};
-  auto add_tag = [&](const std::string& tag) {
+namespace {
+
+// An annotation's tags: `first`, then the release's service and
+// environment (when there is a release), then the sink's own; empty ones and
+// repeats left out.
+std::vector<std::string> AnnotationTags(std::initializer_list<std::string> first,
+                                        const Release* release, const GrafanaSinkConfig& sink) {
+  std::vector<std::string> tags;
+  auto add = [&](const std::string& tag) {
     if (!tag.empty() && std::find(tags.begin(), tags.end(), tag) == tags.end()) {
       tags.push_back(tag);
     }
   };
-  add_tag(o.state);
-  if (o.release != nullptr) {
-    add_tag(o.release->service);
-    add_tag(o.release->environment);
+  for (const std::string& tag : first) add(tag);
+  if (release != nullptr) {
+    add(release->service);
+    add(release->environment);
   }
-  for (const std::string& tag : sink.tags) add_tag(tag);
+  for (const std::string& tag : sink.tags) add(tag);
+  return tags;
+}
+
+}  // namespace
+
+std::string GrafanaCanaryBody(const CanaryOutcome& o, const GrafanaSinkConfig& sink) {
+  const std::vector<std::string> tags =
+      AnnotationTags({"gpucanary", "canary", o.state}, o.release, sink);
   std::string text = "canary " + o.canary_id;
   if (o.release_id != o.canary_id) text += " (" + o.release_id + ")";
   text += ": " + o.state;
@@ -84,15 +99,7 @@ std::string GrafanaCanaryBody(const CanaryOutcome& o, const GrafanaSinkConfig& s
 }
 
 std::string GrafanaAnnotationBody(const Release& r, const GrafanaSinkConfig& sink) {
-  std::vector<std::string> tags = {"gpucanary", "release"};
-  auto add_tag = [&](const std::string& tag) {
-    if (!tag.empty() && std::find(tags.begin(), tags.end(), tag) == tags.end()) {
-      tags.push_back(tag);
-    }
-  };
-  add_tag(r.service);
-  add_tag(r.environment);
-  for (const std::string& tag : sink.tags) add_tag(tag);
+  const std::vector<std::string> tags = AnnotationTags({"gpucanary", "release"}, &r, sink);
   OrderedJson body;
   if (!sink.dashboard_uid.empty()) body["dashboardUID"] = sink.dashboard_uid;
   body["time"] = StartedAtMs(r);
