@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "canary/api.h"
+#include "canary/harness_util.h"
 #include "canary/test_util.h"
 
 namespace gpucanary::canary {
@@ -43,17 +44,7 @@ using Json = nlohmann::json;
 constexpr std::int64_t kStart = testing::kSimStart;
 
 // The YAML block of docs/ci-cd.md after `marker`.
-YAML::Node FromPage(const std::string& marker) {
-  std::ifstream in(std::string(GPUCANARY_SOURCE_DIR) + "/docs/ci-cd.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string page = text.str();
-  const std::size_t at = page.find("<!-- " + marker);
-  EXPECT_NE(at, std::string::npos) << marker;
-  const std::size_t open = page.find("```yaml\n", at);
-  const std::size_t close = page.find("```", open + 8);
-  return YAML::Load(page.substr(open + 8, close - open - 8));
-}
+YAML::Node FromPage(const std::string& marker) { return testing::YamlAfter(marker); }
 
 // --- Conditions: the expression forms the templates use. ---
 class Condition {
@@ -305,33 +296,8 @@ std::string ResolvedPath(const YAML::Node& metric, const YAML::Node& rollout_arg
   return url.substr(url.find('/', url.find("//") + 2));
 }
 
-class ArgoHarnessTest : public ::testing::Test {
+class ArgoHarnessTest : public testing::LiveCanaryFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gc_argo_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    store_ = std::move(*store::Store::Open(dir_ / "data", {}));
-    meta_ = std::move(*store::MetaDb::Open(dir_ / "data" / "meta.sqlite"));
-    testing::LoadRecording(testing::PowerBrakeRecording(), *store_);
-  }
-  void TearDown() override {
-    api_.reset();
-    manager_.reset();
-    meta_.reset();
-    store_.reset();
-    fs::remove_all(dir_);
-  }
-  void NewManager(std::int64_t duration_s) {
-    CanaryOptions options;
-    options.policy = analysis::DefaultPolicy();
-    options.history_s = 15;
-    options.duration_s = duration_s;
-    options.baseline_nodes = 3;
-    manager_ = std::make_unique<CanaryManager>(*store_, *meta_, clock_, options, CanaryHooks{});
-    api_ = std::make_unique<CanaryApi>(*manager_, *meta_);
-  }
   // The Rollout of the page, its annotation set to `release`, which starts
   // on `node` at +20 s.
   YAML::Node Rollout(const std::string& release, const std::string& node) {
@@ -353,12 +319,25 @@ class ArgoHarnessTest : public ::testing::Test {
     for (int i = 0; i < max && (p == Phase::kRunning || p == Phase::kPending); ++i) {
       p = run.Measure();
       if (p != Phase::kRunning) break;
-      for (std::int64_t s = 0; s < run.interval_s(); ++s) {
-        clock_.Advance(1000);
-        manager_->Poll();
-      }
+      Judge(run.interval_s());
     }
     return {p, clock_.NowMs() / 1000 - kStart};
+  }
+  // The page's step template run against `release` on `node`, canaries
+  // judged for `duration_s`: its phase, when (seconds after the fleet's
+  // start) and the last body measured.
+  struct StepOutcome {
+    Phase phase;
+    std::int64_t at;
+    std::string body;
+  };
+  StepOutcome Step(std::int64_t duration_s, const std::string& release, const std::string& node) {
+    NewManager(duration_s);
+    const YAML::Node rollout = Rollout(release, node);
+    const YAML::Node metric = FromPage("argo-step-template")["spec"]["metrics"][0];
+    MetricRun run(metric, ResolvedPath(metric, StepArgs(rollout), rollout), *api_);
+    const auto [phase, at] = RunToEnd(run, 60);
+    return {phase, at, run.last_body()};
   }
   YAML::Node StepArgs(const YAML::Node& rollout) {
     for (const YAML::Node& step : rollout["spec"]["strategy"]["canary"]["steps"]) {
@@ -367,13 +346,6 @@ class ArgoHarnessTest : public ::testing::Test {
     ADD_FAILURE() << "no analysis step";
     return {};
   }
-
-  fs::path dir_;
-  ManualClock clock_{(kStart + 20) * 1000};
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<store::MetaDb> meta_;
-  std::unique_ptr<CanaryManager> manager_;
-  std::unique_ptr<CanaryApi> api_;
 };
 
 // Both templates pass Argo's validation where the page uses them; the
@@ -408,38 +380,25 @@ inconclusiveLimit: 60
 // The power-brake release fails the analysis step within a minute of its
 // start; the rollout would abort.
 TEST_F(ArgoHarnessTest, TheStepTemplateFailsABadRelease) {
-  NewManager(600);
-  const YAML::Node rollout = Rollout("fp8-kernel", "node-4");
-  const YAML::Node metric = FromPage("argo-step-template")["spec"]["metrics"][0];
-  MetricRun run(metric, ResolvedPath(metric, StepArgs(rollout), rollout), *api_);
-  const auto [phase, at] = RunToEnd(run, 60);
-  EXPECT_STREQ(Name(phase), "Failed") << run.last_body();
-  EXPECT_LE(at, 80);
+  const StepOutcome o = Step(600, "fp8-kernel", "node-4");
+  EXPECT_STREQ(Name(o.phase), "Failed") << o.body;
+  EXPECT_LE(o.at, 80);
 }
 
 // A release that changes nothing: the judge passes it (about 90 s in), the
 // step succeeds at that measurement and the rollout goes on.
 TEST_F(ArgoHarnessTest, TheStepTemplatePassesAHealthyRelease) {
-  NewManager(600);
-  const YAML::Node rollout = Rollout("noop", "node-5");
-  const YAML::Node metric = FromPage("argo-step-template")["spec"]["metrics"][0];
-  MetricRun run(metric, ResolvedPath(metric, StepArgs(rollout), rollout), *api_);
-  const auto [phase, at] = RunToEnd(run, 60);
-  EXPECT_STREQ(Name(phase), "Successful") << run.last_body();
-  EXPECT_LE(at, 150);
+  const StepOutcome o = Step(600, "noop", "node-5");
+  EXPECT_STREQ(Name(o.phase), "Successful") << o.body;
+  EXPECT_LE(o.at, 150);
 }
 
 // A canary that ends without a verdict (a 60 s window) fails the step: the
 // failure condition reads its state, not only its verdict.
 TEST_F(ArgoHarnessTest, TheStepTemplateFailsACanaryThatEndsWithoutAVerdict) {
-  NewManager(60);
-  const YAML::Node rollout = Rollout("noop", "node-5");
-  const YAML::Node metric = FromPage("argo-step-template")["spec"]["metrics"][0];
-  MetricRun run(metric, ResolvedPath(metric, StepArgs(rollout), rollout), *api_);
-  const auto [phase, at] = RunToEnd(run, 60);
-  EXPECT_STREQ(Name(phase), "Failed") << run.last_body();
-  EXPECT_NE(run.last_body().find("\"state\":\"inconclusive\""), std::string::npos)
-      << run.last_body();
+  const StepOutcome o = Step(60, "noop", "node-5");
+  EXPECT_STREQ(Name(o.phase), "Failed") << o.body;
+  EXPECT_NE(o.body.find("\"state\":\"inconclusive\""), std::string::npos) << o.body;
 }
 
 // In the background, the bad release aborts; the healthy one keeps running
@@ -458,10 +417,7 @@ TEST_F(ArgoHarnessTest, TheBackgroundTemplateAbortsABadReleaseAndLetsAGoodOneRun
   for (int i = 0; i < 20; ++i) {
     if (bad_phase == Phase::kRunning) bad_phase = bad_run.Measure();
     if (good_phase == Phase::kRunning) good_phase = good_run.Measure();
-    for (std::int64_t s = 0; s < bad_run.interval_s(); ++s) {
-      clock_.Advance(1000);
-      manager_->Poll();
-    }
+    Judge(bad_run.interval_s());
   }
   EXPECT_STREQ(Name(bad_phase), "Failed") << bad_run.last_body();
   EXPECT_STREQ(Name(good_phase), "Running") << good_run.last_body();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "canary/api.h"
+#include "canary/harness_util.h"
 #include "canary/test_util.h"
 
 namespace gpucanary::canary {
@@ -30,20 +31,8 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 constexpr std::int64_t kStart = testing::kSimStart;
 
-// The Canary resource of docs/ci-cd.md: the YAML block after the
-// "flagger-canary" marker.
-YAML::Node DocumentedCanary() {
-  std::ifstream in(std::string(GPUCANARY_SOURCE_DIR) + "/docs/ci-cd.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string page = text.str();
-  const std::size_t marker = page.find("<!-- flagger-canary");
-  EXPECT_NE(marker, std::string::npos);
-  const std::size_t open = page.find("```yaml\n", marker);
-  const std::size_t close = page.find("```", open + 8);
-  EXPECT_NE(close, std::string::npos);
-  return YAML::Load(page.substr(open + 8, close - open - 8));
-}
+// The Canary resource of docs/ci-cd.md.
+YAML::Node DocumentedCanary() { return testing::YamlAfter("flagger-canary"); }
 
 struct Webhook {
   std::string name;
@@ -224,38 +213,11 @@ class FlaggerSim {
   std::vector<std::string> calls_;
 };
 
-class FlaggerHarnessTest : public ::testing::Test {
+class FlaggerHarnessTest : public testing::LiveCanaryFixture {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gc_flagger_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    store_ = std::move(*store::Store::Open(dir_ / "data", {}));
-    meta_ = std::move(*store::MetaDb::Open(dir_ / "data" / "meta.sqlite"));
-    testing::LoadRecording(testing::PowerBrakeRecording(), *store_);
+    LiveCanaryFixture::SetUp();
     NewManager(100);
-  }
-  // A canary is judged for `duration_s` after its release started.
-  void NewManager(std::int64_t duration_s) {
-    api_.reset();
-    manager_.reset();
-    CanaryOptions options;
-    options.policy = analysis::DefaultPolicy();
-    options.history_s = 15;
-    options.duration_s = duration_s;
-    options.baseline_nodes = 3;
-    CanaryHooks hooks;
-    hooks.log = [this](std::string_view line) { log_.emplace_back(line); };
-    manager_ = std::make_unique<CanaryManager>(*store_, *meta_, clock_, options, hooks);
-    api_ = std::make_unique<CanaryApi>(*manager_, *meta_, hooks.log);
-  }
-  void TearDown() override {
-    api_.reset();
-    manager_.reset();
-    meta_.reset();
-    store_.reset();
-    fs::remove_all(dir_);
   }
 
   // What the daemon's POST /api/v1/releases does: the annotation stored, the
@@ -283,10 +245,7 @@ class FlaggerHarnessTest : public ::testing::Test {
     for (int i = 0; i < ticks; ++i) {
       flagger.Tick();
       if (flagger.phase() == "Succeeded" || flagger.phase() == "Failed") return;
-      for (std::int64_t s = 0; s < flagger.interval_s(); ++s) {
-        clock_.Advance(1000);
-        manager_->Poll();
-      }
+      Judge(flagger.interval_s());
     }
   }
 
@@ -327,14 +286,6 @@ class FlaggerHarnessTest : public ::testing::Test {
     for (const std::string& c : f.calls()) out += c + "; ";
     return out;
   }
-
-  fs::path dir_;
-  ManualClock clock_{(kStart + 20) * 1000};
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<store::MetaDb> meta_;
-  std::unique_ptr<CanaryManager> manager_;
-  std::unique_ptr<CanaryApi> api_;
-  std::vector<std::string> log_;
 };
 
 // The page's Canary uses Flagger's hook types only, each at its own path.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "canary/api.h"
+#include "canary/harness_util.h"
 #include "canary/test_util.h"
 
 namespace gpucanary::canary {
@@ -30,10 +31,7 @@ using Json = nlohmann::json;
 // hooks named in the first cell, a status per standing (the last column
 // "rollback-policy / promote-policy").
 TEST(FlaggerTest, TheAnswersAreTheDocumentedTable) {
-  std::ifstream in(std::string(GPUCANARY_SOURCE_DIR) + "/docs/ci-cd.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string page = text.str();
+  const std::string page = testing::CiCdPage();
   const std::size_t table = page.find("| hook (Flagger's type) |");
   ASSERT_NE(table, std::string::npos);
   std::istringstream rows(page.substr(table));
