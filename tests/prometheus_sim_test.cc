@@ -75,7 +75,35 @@ class PrometheusSimTest : public ::testing::Test {
     return std::stod(d["result"][0]["value"][1].get<std::string>());
   }
 
+  // Starts `gpucanary sim` on scenarios/`scenario` (live, ports the OS
+  // picks) and waits for its file_sd targets (dir_/targets.json) and its
+  // control API's URL (control_, read from its log). False (the failure
+  // recorded) when either does not come within 30 s.
+  bool StartSim(const std::string& scenario) {
+    const fs::path targets = dir_ / "targets.json";
+    sim_ = std::make_unique<Child>(
+        std::vector<std::string>{GPUCANARY_BIN, "sim", "--scenario",
+                                 std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/" + scenario,
+                                 "--base-port", "0", "--control-port", "0", "--targets-file",
+                                 targets.string()},
+        dir_ / "sim.log");
+    constexpr std::string_view kControl = "control API http://";
+    const bool up = WaitFor(30, [&] {
+      const std::string log = ReadFile(dir_ / "sim.log");
+      const std::size_t at = log.find(kControl);
+      const std::size_t end = log.find("/state", at);
+      if (at == std::string::npos || end == std::string::npos) return false;
+      control_ = "http://" + log.substr(at + kControl.size(), end - at - kControl.size());
+      return fs::exists(targets);
+    });
+    if (!up)
+      ADD_FAILURE() << "gpucanary sim: no targets file or control API: "
+                    << ReadFile(dir_ / "sim.log");
+    return up;
+  }
+
   fs::path dir_;
+  std::string control_;
   std::string prom_url_;
   std::unique_ptr<Child> sim_;
   std::unique_ptr<Child> prometheus_;
@@ -83,14 +111,7 @@ class PrometheusSimTest : public ::testing::Test {
 
 TEST_F(PrometheusSimTest, PrometheusScrapesTheWholeFleetEverySecondWithoutErrors) {
   const fs::path targets = dir_ / "targets.json";
-  sim_ = std::make_unique<Child>(
-      std::vector<std::string>{GPUCANARY_BIN, "sim", "--scenario",
-                               std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/power-brake.yaml",
-                               "--base-port", "0", "--control-port", "0", "--targets-file",
-                               targets.string()},
-      dir_ / "sim.log");
-  ASSERT_TRUE(WaitFor(30, [&] { return fs::exists(targets); }))
-      << "gpucanary sim wrote no targets file: " << ReadFile(dir_ / "sim.log");
+  ASSERT_TRUE(StartSim("power-brake.yaml"));
   const Json groups = Json::parse(ReadFile(targets));
   ASSERT_EQ(groups.size(), 16U);  // 8 nodes x (dcgm, vllm)
 
@@ -164,22 +185,8 @@ TEST_F(PrometheusSimTest, PrometheusScrapesTheWholeFleetEverySecondWithoutErrors
 // over the last 30 s; so does the Hostname variable's label_values query.
 TEST_F(PrometheusSimTest, EveryDashboardQueryReturnsData) {
   const fs::path targets = dir_ / "targets.json";
-  sim_ = std::make_unique<Child>(
-      std::vector<std::string>{GPUCANARY_BIN, "sim", "--scenario",
-                               std::string(GPUCANARY_SOURCE_DIR) + "/scenarios/xid-flood.yaml",
-                               "--base-port", "0", "--control-port", "0", "--targets-file",
-                               targets.string()},
-      dir_ / "sim.log");
-  std::string control;
-  constexpr std::string_view kControl = "control API http://";
-  ASSERT_TRUE(WaitFor(30, [&] {
-    const std::string log = ReadFile(dir_ / "sim.log");
-    const std::size_t at = log.find(kControl);
-    const std::size_t end = log.find("/state", at);
-    if (at == std::string::npos || end == std::string::npos) return false;
-    control = "http://" + log.substr(at + kControl.size(), end - at - kControl.size());
-    return fs::exists(targets);
-  })) << ReadFile(dir_ / "sim.log");
+  ASSERT_TRUE(StartSim("xid-flood.yaml"));
+  const std::string control = control_;
   std::ofstream(dir_ / "serve.yaml") << "listen: 127.0.0.1:0\n"
                                         "storage:\n  path: data-gc\n"
                                         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
