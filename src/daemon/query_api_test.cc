@@ -175,6 +175,19 @@ TEST_F(QueryApiTest, SeriesLabelsAndValues) {
   EXPECT_EQ(j["error"], "invalid label name: \"gpu-id\"");
   j = Get("/api/v1/label/g%zzpu/values", &status);
   EXPECT_EQ(status, 400);
+  // match[] narrows /labels and /label/<name>/values; a bad one is 400
+  // bad_data naming the parameter.
+  j = Get("/api/v1/label/gpu/values?match[]=DCGM_FI_DEV_SM_CLOCK%7Bgpu%3D%221%22%7D");
+  EXPECT_EQ(j["data"], Json({"1"}));
+  j = Get("/api/v1/labels?match[]=nothing_here");
+  EXPECT_EQ(j["data"], Json::array());
+  for (const char* path : {"/api/v1/labels?match[]=%7B", "/api/v1/label/gpu/values?match[]=%7B"}) {
+    j = Get(path, &status);
+    EXPECT_EQ(status, 400) << path;
+    EXPECT_EQ(j["errorType"], "bad_data") << path;
+    EXPECT_TRUE(j["error"].get<std::string>().starts_with("invalid parameter \"match[]\": "))
+        << j.dump();
+  }
 }
 
 TEST_F(QueryApiTest, OtherMethodsAre405AndOtherPathsNotOurs) {
