@@ -51,6 +51,11 @@ need(conf["storage"]["path"].startswith(mounts["data"]), "storage.path outside t
 token = conf["auth"]["token_file"]
 need(token.startswith(mounts["token"] + "/"), "auth.token_file not in the mounted Secret")
 need(conf["listen"].endswith(":9464"), "listen port is not the Service's")
+reads = [t for t in conf["auth"].get("tokens", []) if t["scope"] == "read"]
+need(reads and reads[0]["token_file"].startswith(mounts["token"] + "/"), "no read token in the Secret")
+sm = by_kind["ServiceMonitor"][0]["spec"]["endpoints"][0]
+need(sm.get("authorization", {}).get("credentials", {}).get("key") ==
+     reads[0]["token_file"].rsplit("/", 1)[1], "the ServiceMonitor does not send the read token")
 rules = by_kind["ClusterRole"][0]["rules"]
 def allowed(group, resource, verb):
     return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
@@ -64,6 +69,9 @@ need(by_kind["ServiceMonitor"][0]["spec"]["endpoints"][0]["path"] == "/metrics",
 tmp = sys.argv[2]
 conf["storage"]["path"] = tmp + "/data"
 conf["auth"]["token_file"] = tmp + "/token"
+for t in conf["auth"].get("tokens", []):
+    t["token_file"] = tmp + "/" + t["token_file"].rsplit("/", 1)[1]
+    open(t["token_file"], "w").write("read-t0ken-for-the-test\n")
 conf["listen"] = "127.0.0.1:0"
 for a in conf.get("actions", []):
     if a.get("kind") == "diagnostic_bundle":
@@ -80,7 +88,13 @@ for _ in $(seq 1 100); do [[ -s $TMP/url ]] && break; sleep 0.2; done
 url=$(tr -d '\n' <"$TMP/url")
 curl -sf "$url/-/ready" >/dev/null || { cat "$TMP/serve.log"; exit 1; }
 curl -sf "$url/-/healthy" >/dev/null || { cat "$TMP/serve.log"; exit 1; }
-echo "test-deploy: gpucanary serve accepts the ConfigMap's serve.yaml (/-/ready, /-/healthy)"
+# What the ServiceMonitor's scrape sends: /metrics with the read token, and
+# nothing without it.
+curl -sf -H "Authorization: Bearer read-t0ken-for-the-test" "$url/metrics" >/dev/null ||
+  { cat "$TMP/serve.log"; echo "test-deploy: /metrics refused the read token" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/metrics")
+[[ $code == 401 ]] || { echo "test-deploy: /metrics without a token answered $code, not 401" >&2; exit 1; }
+echo "test-deploy: gpucanary serve accepts the ConfigMap's serve.yaml (/-/ready, /-/healthy, /metrics with the read token only)"
 
 df=deploy/docker/Dockerfile
 [[ $(grep -c '^FROM ' "$df") -ge 2 ]] || { echo "test-deploy: Dockerfile is not multi-stage" >&2; exit 1; }

@@ -76,8 +76,11 @@ class ReleaseTest : public ::testing::Test {
     return r;
   }
 
+  // A read with the daemon's token (reads need one once it has tokens).
   std::string Get(const std::string& url) {
-    auto r = gpucanary::net::Fetch(url);
+    gpucanary::net::FetchOptions o;
+    o.headers.emplace_back("Authorization", "Bearer " + std::string(kToken));
+    auto r = gpucanary::net::Fetch(url, o);
     if (!r) return "(no answer: " + r.error().message() + ")";
     return std::to_string(r->status) + " " + r->body;
   }
@@ -136,13 +139,14 @@ TEST_F(ReleaseTest, AnnouncedReleasesSurviveKillNine) {
 
   EXPECT_EQ(Get(url + "/api/v1/releases/chat-2026.12.02-1"),
             "200 {\"status\":\"success\",\"data\":" + annotation + "}");
-  r = Run("release list --url " + url);
+  r = Run("release list --url " + url + " --token " + std::string(kToken));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, R"({"id":"embed-7","service":"embed","started_at":)" + std::to_string(now - 30) +
                        R"(,"owner":{"team":"ml-platform"},"version":"7"})"
                        "\n" +
                        annotation + "\n");
-  r = Run("release list --url " + url + " --service chat-api --limit 1");
+  r = Run("release list --url " + url + " --token " + std::string(kToken) +
+          " --service chat-api --limit 1");
   EXPECT_EQ(r.out, annotation + "\n");
 
   // Both are on /metrics for a Prometheus that scrapes the daemon.
@@ -223,7 +227,7 @@ TEST_F(ReleaseTest, AnnounceExitCodesAndMessages) {
             "Connection refused\n");
 
   // Only r1 was stored.
-  r = Run("release list --url " + url);
+  r = Run("release list --url " + url + token);
   EXPECT_EQ(r.out, "{\"id\":\"r1\",\"started_at\":1764680000}\n");
 }
 
@@ -276,9 +280,10 @@ TEST_F(ReleaseTest, CorrelateAsksTheDaemon) {
   ASSERT_EQ(data["releases"].size(), 1u) << r.out;
   EXPECT_EQ(data["releases"][0]["id"], "r1");
 
-  // A read: no token needed unless auth.protect_reads (docs/http-api.md).
+  // A read needs a token too once one is configured (docs/http-api.md).
   r = Run("correlate --url " + url);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("HTTP 401"));
   // Nobody listening: exit 1 with the client's reason.
   r = Run("correlate --url http://127.0.0.1:1");
   EXPECT_EQ(r.exit_code, 1);

@@ -15,6 +15,51 @@ export const REASON_METRICS = [
 
 export const $ = (id) => document.getElementById(id);
 
+// The API token (docs/dashboard.md, "Tokens"): once the daemon has tokens,
+// every read needs one. The page asks for it when a read gets 401, keeps it
+// in this tab's sessionStorage (gone when the tab closes, never sent
+// anywhere but this daemon) and sends it as a Bearer token.
+const TOKEN_KEY = 'gpucanary.token';
+
+function storedToken() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? '';
+  } catch {
+    return ''; // storage disabled: no token
+  }
+}
+
+function requestOptions() {
+  const token = storedToken();
+  return { cache: 'no-store', headers: token ? { Authorization: `Bearer ${token}` } : {} };
+}
+
+// Shows the token form after a 401, once per page load.
+let tokenAsked = false;
+function askForToken() {
+  if (tokenAsked) return;
+  tokenAsked = true;
+  const form = $('token-form');
+  if (!form) return;
+  form.hidden = false;
+  $('token-note').textContent = storedToken()
+    ? 'The daemon refused the token this tab holds; enter another.'
+    : 'This daemon needs an API token to read (a read token is enough).';
+}
+
+$('token-form')?.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const token = $('token-input').value.trim();
+  try {
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  } catch {
+    $('token-note').textContent = 'This browser keeps no session storage: the token cannot be kept.';
+    return;
+  }
+  window.location.reload();
+});
+
 // An element with attributes and children (strings become text nodes).
 export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -30,7 +75,8 @@ export function el(tag, attrs = {}, ...children) {
 // `reason` is the daemon's own words when it sent them (a 400 says which
 // parameter is wrong and why), for views that show them.
 export async function getJson(path, { optional = false } = {}) {
-  const response = await fetch(path, { cache: 'no-store' });
+  const response = await fetch(path, requestOptions());
+  if (response.status === 401) askForToken();
   if (optional && response.status === 404) return null;
   const where = path.split('?')[0];
   let body = null;
@@ -79,7 +125,8 @@ export function vocabulary() {
 }
 
 export async function getText(path) {
-  const response = await fetch(path, { cache: 'no-store' });
+  const response = await fetch(path, requestOptions());
+  if (response.status === 401) askForToken();
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
   return response.text();
 }

@@ -1,6 +1,7 @@
 #include "actions/execute.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -131,10 +132,14 @@ void RunWebhook(const ActionConfig& a, const Incident& incident, Clock& clock, A
 // `kubectl argo rollouts abort` sends:
 // https://argoproj.github.io/argo-rollouts/generated/kubectl-argo-rollouts/kubectl-argo-rollouts_abort/
 void RunArgoAbort(const ActionConfig& a, const Incident& incident, Clock& clock, ActionOutcome& o) {
-  const std::string ns = ExpandTemplate(a.k8s_namespace, incident, "");
-  const std::string rollout = ExpandTemplate(a.rollout, incident, "");
+  Result<std::string> ns = ExpandChecked(a.k8s_namespace, incident, "");
+  Result<std::string> rollout = ExpandChecked(a.rollout, incident, "");
+  if (!ns || !rollout) {
+    o.detail = (!ns ? ns : rollout).error().message();
+    return;
+  }
   const std::string url = a.api_server + "/apis/argoproj.io/v1alpha1/namespaces/" +
-                          net::UrlEncode(ns) + "/rollouts/" + net::UrlEncode(rollout) + "/status";
+                          net::UrlEncode(*ns) + "/rollouts/" + net::UrlEncode(*rollout) + "/status";
   net::FetchOptions request = JsonRequest("PATCH", R"({"status":{"abort":true}})", a.http);
   request.content_type = "application/merge-patch+json";
   auto token = ReadToken(a.bearer_token_file);
@@ -202,7 +207,20 @@ void RunCommands(const ActionConfig& a, const Incident& incident, bool per_node,
   bool all_ok = true;
   for (const std::string& node : nodes) {
     CommandSpec spec;
-    for (const std::string& arg : a.argv) spec.argv.push_back(ExpandTemplate(arg, incident, node));
+    Status expanded = Status::Ok();
+    for (const std::string& arg : a.argv) {
+      Result<std::string> e = ExpandChecked(arg, incident, node);
+      if (!e) {
+        expanded = Status(e.error());
+        break;
+      }
+      spec.argv.push_back(std::move(*e));
+    }
+    if (!expanded.ok()) {
+      all_ok = false;
+      details.push_back(node.empty() ? expanded.message() : node + ": " + expanded.message());
+      continue;
+    }
     spec.env = CommandEnv(incident, node);
     spec.stdin_data = stdin_json;
     spec.timeout_s = a.command_timeout_s;
@@ -299,16 +317,54 @@ bool Selects(const ActionConfig& action, const Incident& incident, std::string* 
   return true;
 }
 
+bool SafePlaceholderValue(std::string_view value) {
+  if (value.empty() || value.size() > 253 || value.front() == '-' || value.front() == '.') {
+    return false;
+  }
+  return std::all_of(value.begin(), value.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == ':' || c == '@' || c == '+' || c == '=' || c == '-';
+  });
+}
+
+namespace {
+
+// The placeholders and what they stand for (`verdict` holds the verdict's
+// name for as long as the answer is used).
+using Placeholders = std::array<std::pair<std::string_view, const std::string*>, 5>;
+Placeholders PlaceholdersOf(const Incident& incident, const std::string& node,
+                            const std::string& verdict) {
+  return {{{"{node}", &node},
+           {"{release}", &incident.release.id},
+           {"{service}", &incident.release.service},
+           {"{canary}", &incident.canary_id},
+           {"{verdict}", &verdict}}};
+}
+
+}  // namespace
+
+Result<std::string> ExpandChecked(const std::string& text, const Incident& incident,
+                                  const std::string& node) {
+  const std::string verdict(vocab::Name(incident.verdict));
+  for (const auto& [name, value] : PlaceholdersOf(incident, node, verdict)) {
+    if (text.find(name) != std::string::npos && !SafePlaceholderValue(*value)) {
+      std::string shown;
+      for (char c : value->substr(0, 80)) {
+        shown += c >= 0x20 && c < 0x7f ? std::string(1, c) : "?";
+      }
+      return Error(StatusCode::kInvalidArgument,
+                   std::string(name) + " would be '" + shown +
+                       "': not run (a placeholder's value must be 1-253 characters of "
+                       "[A-Za-z0-9._:@+=-], not starting with '-' or '.')");
+    }
+  }
+  return ExpandTemplate(text, incident, node);
+}
+
 std::string ExpandTemplate(const std::string& text, const Incident& incident,
                            const std::string& node) {
   const std::string verdict(vocab::Name(incident.verdict));
-  const std::pair<std::string_view, const std::string*> vars[] = {
-      {"{node}", &node},
-      {"{release}", &incident.release.id},
-      {"{service}", &incident.release.service},
-      {"{canary}", &incident.canary_id},
-      {"{verdict}", &verdict},
-  };
+  const Placeholders vars = PlaceholdersOf(incident, node, verdict);
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
     bool replaced = false;

@@ -59,4 +59,18 @@ ActionOutcome ExecuteAction(const ActionConfig& action, const Incident& incident
 std::string ExpandTemplate(const std::string& text, const Incident& incident,
                            const std::string& node);
 
+// Whether `value` may replace a placeholder in a command's argument or a
+// Kubernetes name: 1 to 253 characters of [A-Za-z0-9._:@+=-], not starting
+// with '-' (an option to the program) or '.'. Host names, node names,
+// release ids and verdicts are; "$(...)", "`...`", "; rm", "a b",
+// "--kubeconfig=x" and "../x" are not.
+bool SafePlaceholderValue(std::string_view value);
+
+// ExpandTemplate, refusing (kInvalidArgument, naming the placeholder and
+// the value) a substitution whose value is not SafePlaceholderValue: what a
+// release annotation or a host label holds never becomes an option or shell
+// syntax in a command (issue 22).
+Result<std::string> ExpandChecked(const std::string& text, const Incident& incident,
+                                  const std::string& node);
+
 }  // namespace gpucanary::actions

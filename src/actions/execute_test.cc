@@ -320,6 +320,66 @@ TEST_F(ExecuteTest, CommandHookGetsTheIncidentInItsEnvironment) {
             "stdin_canary=\"canary\":\"canary-7\"\n");
 }
 
+// Issue 22: with a shell hook, a release id holding "$(...)" ran as shell
+// syntax, and a host named like an option reached a {node} argument.
+TEST_F(ExecuteTest, PlaceholdersNeverBecomeShellSyntaxOrOptions) {
+  const auto dir = test::TempDir("command-inject");
+  const auto pwned = dir / "pwned";
+  const auto log = dir / "log.txt";
+  ActionConfig a;
+  a.kind = ActionKind::kCommand;
+  a.argv = {"/bin/sh", "-c", "echo rollback {release} >> " + log.string()};
+  Incident evil = test::SampleIncident();
+  evil.release.id = "r1$(touch " + pwned.string() + ")";
+  ActionOutcome o = Execute(a, evil);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.attempts, 0);
+  EXPECT_THAT(o.detail, HasSubstr("{release} would be 'r1$(touch "));
+  EXPECT_THAT(o.detail, HasSubstr("not run"));
+  EXPECT_FALSE(std::filesystem::exists(pwned));
+  EXPECT_FALSE(std::filesystem::exists(log));
+  // Backticks, separators, spaces and newlines too.
+  for (std::string id : {"r1`id`", "r1;id", "r1 && id", "r1\nid", "r1|id", "../r1", "-r1"}) {
+    evil.release.id = id;
+    EXPECT_FALSE(Execute(a, evil).ok) << id;
+  }
+  EXPECT_FALSE(std::filesystem::exists(log));
+  // The same hook with a plain id runs.
+  evil.release.id = "llama3-70b-2026-12-02.1";
+  o = Execute(a, evil);
+  EXPECT_TRUE(o.ok) << o.detail;
+  EXPECT_EQ(test::ReadAll(log), "rollback llama3-70b-2026-12-02.1\n");
+
+  // A node named like an option is not passed; the other node still is.
+  ActionConfig cordon;
+  cordon.kind = ActionKind::kCommand;
+  cordon.argv = {"/bin/sh", WriteHook(dir).string(), log.string(), "cordon", "{node}"};
+  Incident odd = test::SampleIncident();
+  odd.causes[1].node = "--kubeconfig=evil.yaml";
+  o = Execute(cordon, odd);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.attempts, 1);  // node-7 only
+  EXPECT_THAT(o.detail,
+              HasSubstr("--kubeconfig=evil.yaml: {node} would be '--kubeconfig=evil.yaml'"));
+  EXPECT_THAT(o.detail, HasSubstr("node-7: exit 0"));
+  EXPECT_EQ(test::ReadAll(log).find("args=cordon --kubeconfig"), std::string::npos);
+  EXPECT_THAT(test::ReadAll(log), HasSubstr("args=cordon node-7\n"));
+}
+
+TEST(SafePlaceholderValueTest, HostNamesAndIdsPassShellAndOptionsDoNot) {
+  for (std::string_view ok : {"node-4", "gpu-node-17.prod.example.com", "10.0.0.5:9400",
+                              "llama3-70b-2026-12-02.1", "fail", "a_b", "sha256=ab+cd@x"}) {
+    EXPECT_TRUE(SafePlaceholderValue(ok)) << ok;
+  }
+  for (std::string_view bad :
+       {"", "-rf", "--kubeconfig=x", ".hidden", "a b", "a/b", "$(id)", "`id`", "a;b", "a|b", "a&b",
+        "a\nb", "a'b", "a\"b", "a\\b", "a*", "a?", "a~", "a#b"}) {
+    EXPECT_FALSE(SafePlaceholderValue(bad)) << bad;
+  }
+  EXPECT_FALSE(SafePlaceholderValue(std::string(254, 'a')));
+  EXPECT_TRUE(SafePlaceholderValue(std::string(253, 'a')));
+}
+
 TEST_F(ExecuteTest, CommandNodeTemplateRunsOncePerNodeScopedNode) {
   const auto dir = test::TempDir("command-node");
   const auto log = dir / "log.txt";

@@ -11,8 +11,13 @@
 namespace gpucanary::canary {
 namespace {
 
-constexpr std::array<std::string_view, 6> kKeys = {
-    "policy", "history", "duration", "baseline_nodes", "lag", "history_prometheus"};
+constexpr std::array<std::string_view, 7> kKeys = {"policy",
+                                                   "history",
+                                                   "duration",
+                                                   "baseline_nodes",
+                                                   "lag",
+                                                   "history_prometheus",
+                                                   "trust_remote_write"};
 constexpr std::array<std::string_view, 5> kHistoryKeys = {"url", "token", "token_file", "headers",
                                                           "timeout"};
 constexpr std::string_view kHistoryField = "canary.history_prometheus";
@@ -113,6 +118,11 @@ Status ReadCanaryConfig(const config::Reporter& r, const YAML::Node& node,
   }
   if (const YAML::Node* n = fields->Find("history_prometheus")) {
     GC_RETURN_IF_ERROR(ReadHistoryPrometheus(r, *n, base_dir, options.history_prometheus));
+  }
+  if (const YAML::Node* n = fields->Find("trust_remote_write")) {
+    auto b = config::ReadBool(r, *n, "canary.trust_remote_write");
+    if (!b) return b.error();
+    options.trust_remote_write = *b;
   }
   return Status::Ok();
 }

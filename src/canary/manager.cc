@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "analysis/live/store_source.h"
 #include "analysis/report/report_json.h"
 #include "core/mutex.h"
+#include "core/time_format.h"
 #include "vocab/vocab.h"
 
 namespace gpucanary::canary {
@@ -21,6 +23,9 @@ using vocab::Verdict;
 
 // The exporters name the host label either way (docs/contracts.md §3).
 constexpr std::string_view kHostLabels[] = {"Hostname", "hostname"};
+// How far ahead of the daemon's clock a canary may start (clock skew
+// between a CI runner and the daemon).
+constexpr std::int64_t kMaxStartAheadS = 600;
 
 double Seconds(std::int64_t ms) { return static_cast<double>(ms) / 1000.0; }
 
@@ -71,6 +76,9 @@ struct CanaryManager::Canary {
   std::size_t persisted_causes = 0;
   bool aborted = false;                // Stop() asked
   std::set<std::string> faulty_nodes;  // nodes on_node_fault was called for
+  // The store's failed writes when the canary was built: more since then
+  // are samples this canary could not see, said in its notes.
+  std::uint64_t write_failures_at_start = 0;
 };
 
 CanaryManager::CanaryManager(store::Store& store, store::MetaDb& meta, const Clock& clock,
@@ -87,9 +95,26 @@ void CanaryManager::Log(const std::string& line) const {
   if (hooks_.log) hooks_.log(line);
 }
 
-std::vector<std::string> CanaryManager::HostsOf(const std::vector<model::Matcher>& matchers,
+std::optional<model::Matcher> CanaryManager::TrustedMatcher() const {
+  if (!hooks_.trusted_instances) return std::nullopt;
+  std::vector<std::string> instances = hooks_.trusted_instances();
+  if (instances.empty()) return std::nullopt;  // nothing scraped yet: see Build
+  std::sort(instances.begin(), instances.end());
+  instances.erase(std::unique(instances.begin(), instances.end()), instances.end());
+  auto m = model::Matcher::Make(model::Matcher::Type::kRegex, "instance",
+                                model::ExactAlternation(instances));
+  GC_CHECK(m.has_value(), "quoted label values make a valid regex");
+  return std::move(*m);
+}
+
+std::vector<std::string> CanaryManager::HostsOf(std::vector<model::Matcher> matchers,
                                                 std::int64_t now_ms) const {
   std::set<std::string> hosts;
+  if (hooks_.trusted_instances) {
+    std::optional<model::Matcher> trusted = TrustedMatcher();
+    if (!trusted) return {};  // no target known: no host can be chosen
+    matchers.push_back(std::move(*trusted));
+  }
   auto series = store_.SeriesIn(matchers, now_ms - options_.discovery_window_s * 1000, now_ms);
   if (!series) return {};
   for (const model::Labels& labels : *series) {
@@ -105,9 +130,14 @@ std::vector<std::string> CanaryManager::PickBaseline(const std::vector<std::stri
                                                      std::int64_t now_ms) const {
   // Every present host with the GPU models it carries.
   std::map<std::string, std::set<std::string>> models;
-  auto series =
-      store_.SeriesIn({*model::Matcher::Make(model::Matcher::Type::kRegex, "modelName", ".+")},
-                      now_ms - options_.discovery_window_s * 1000, now_ms);
+  std::vector<model::Matcher> matchers = {
+      *model::Matcher::Make(model::Matcher::Type::kRegex, "modelName", ".+")};
+  if (hooks_.trusted_instances) {
+    std::optional<model::Matcher> trusted = TrustedMatcher();
+    if (!trusted) return {};
+    matchers.push_back(std::move(*trusted));
+  }
+  auto series = store_.SeriesIn(matchers, now_ms - options_.discovery_window_s * 1000, now_ms);
   if (!series) return {};
   for (const model::Labels& labels : *series) {
     for (std::string_view label : kHostLabels) {
@@ -136,6 +166,7 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
     const std::string& id, const std::string& release_id, double started_at,
     std::vector<std::string> canary_hosts, std::vector<std::string> baseline_hosts) {
   auto c = std::make_unique<Canary>();
+  c->write_failures_at_start = store_.write_failures().count;
   c->view.id = id;
   c->view.release_id = release_id;
   c->view.state = CanaryState::kRunning;
@@ -166,6 +197,15 @@ Result<std::unique_ptr<CanaryManager::Canary>> CanaryManager::Build(
   };
   add(analysis::Role::kCanary, c->view.canary_hosts);
   add(analysis::Role::kBaseline, c->view.baseline_hosts);
+  // Only the daemon's own targets feed the judge. With none known yet (a
+  // restart whose discovery has not answered) nothing is excluded, and the
+  // log says so.
+  if (std::optional<model::Matcher> trusted = TrustedMatcher()) {
+    for (analysis::StoreInput& input : inputs) input.matchers.push_back(*trusted);
+  } else if (hooks_.trusted_instances) {
+    Log("canary " + id +
+        ": no scrape target known yet: its window is not limited to the daemon's own targets");
+  }
   c->history = CanaryHistory::Attach(
       store_, options_.history_prometheus, options_.policy, c->view.canary_hosts,
       c->view.baseline_hosts, start_s - options_.history_s, start_s, clock_.NowMs(), inputs,
@@ -211,6 +251,36 @@ Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
   if (request.release_id.empty()) return Error(StatusCode::kInvalidArgument, "release id is empty");
   const std::int64_t now = clock_.NowMs();
   std::vector<std::string> canary = request.targets;
+  const std::vector<std::string> own =
+      hooks_.trusted_instances ? hooks_.trusted_instances() : std::vector<std::string>{};
+  if (!canary.empty() && !own.empty()) {
+    // Named hosts must be hosts the daemon scrapes (or its NVML node): a
+    // name from nowhere would reach node actions and judge nothing. (With
+    // no target known at all, as before discovery first answers, there is
+    // nothing to check against: Build says so.)
+    std::vector<std::string> known = HostsOf({}, now);
+    for (std::string instance : own) {
+      if (instance.starts_with('[')) {
+        instance = instance.substr(1, instance.find(']') - 1);
+      } else if (const std::size_t colon = instance.rfind(':');
+                 colon != std::string::npos && instance.find(':') == colon) {
+        instance.resize(colon);
+      }
+      known.push_back(std::move(instance));
+    }
+    std::vector<std::string> unknown;
+    for (const std::string& host : canary) {
+      if (std::find(known.begin(), known.end(), host) == known.end()) unknown.push_back(host);
+    }
+    if (!unknown.empty()) {
+      std::string list;
+      for (const std::string& u : unknown) list += (list.empty() ? "'" : ", '") + u + "'";
+      return Error(StatusCode::kInvalidArgument,
+                   "release " + request.release_id + ": target(s) " + list +
+                       " are no host of a target this daemon scrapes (scrape_configs, "
+                       "discovery or nvml)");
+    }
+  }
   if (canary.empty() && !request.selector.empty()) canary = HostsOf(request.selector, now);
   if (canary.empty()) {
     return Error(StatusCode::kInvalidArgument,
@@ -238,6 +308,15 @@ Result<std::string> CanaryManager::Start(const CanaryRequest& request) {
   // its verdict would be final at once, over a window that may reach far
   // back. After the fact is the correlation's question.
   const double age_s = static_cast<double>(now) / 1000.0 - request.started_at;
+  // A start far ahead of the clock would hold its hosts on fast scraping
+  // until then and end never (a release dated in the year 5138).
+  if (-age_s > static_cast<double>(kMaxStartAheadS)) {
+    return Error(StatusCode::kInvalidArgument,
+                 "release " + request.release_id + " starts " +
+                     std::to_string(static_cast<std::int64_t>(-age_s)) + " s from now, more than " +
+                     std::to_string(kMaxStartAheadS) +
+                     " s ahead of this daemon's clock: not judged live");
+  }
   if (age_s > static_cast<double>(options_.duration_s)) {
     return Error(StatusCode::kFailedPrecondition,
                  "release " + request.release_id + " started " +
@@ -438,6 +517,14 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
     ended = true;
   }
   if (c.history) c.history->Annotate(report);
+  if (const store::WriteFailures w = store_.write_failures(); w.count > c.write_failures_at_start) {
+    report.notes.push_back(
+        "the store could not write " + std::to_string(w.count - c.write_failures_at_start) +
+        " batch(es) of telemetry while this canary ran (last at " + FormatUtcMillis(w.last_ms) +
+        ": " + w.last_error +
+        "): what they held is no data here, not judged; free the disk and look at the "
+        "daemon's log");
+  }
   const bool changed =
       report.verdict != c.persisted_verdict || report.causes.size() != c.persisted_causes || ended;
   {

@@ -46,6 +46,11 @@ struct CanaryOptions {
   std::int64_t lag_ms = 2500;            // second t is judged at (t + 1) s + lag
   int poll_ms = 250;                     // StartThread's period
   std::int64_t discovery_window_s = 60;  // hosts "present" = series in this window
+  // Whether series that arrived by remote_write may choose and feed canaries
+  // (a daemon fed by a Prometheus agent). Off: only the daemon's own
+  // targets do (CanaryHooks::trusted_instances). The daemon refuses it
+  // without auth, so that only a write token's holder can send them.
+  bool trust_remote_write = false;
   // Where the history window is read from when the store lacks it (canary/history.h).
   HistoryPrometheusOptions history_prometheus;
 };
@@ -86,6 +91,14 @@ struct CanaryHooks {
   // Stop's); may be null.
   std::function<void(const CanaryView& canary)> on_end;
   std::function<void(std::string_view)> log;
+  // The `instance` values of the targets the daemon scrapes itself
+  // (configured and discovered) and of its NVML source. When set, only
+  // series carrying one of them choose a canary's hosts (selector,
+  // baseline, named targets) and feed its judge: telemetry that arrived by
+  // remote_write, or from anywhere else, never does (issue 22; a fake GPU
+  // labelled with a healthy node's hostname must not make it "faulty").
+  // Null: every series counts (tests, recordings).
+  std::function<std::vector<std::string>()> trusted_instances;
 };
 
 class CanaryManager {
@@ -137,8 +150,10 @@ class CanaryManager {
   Result<std::unique_ptr<Canary>> Build(const std::string& id, const std::string& release_id,
                                         double started_at, std::vector<std::string> canary_hosts,
                                         std::vector<std::string> baseline_hosts);
-  std::vector<std::string> HostsOf(const std::vector<model::Matcher>& matchers,
-                                   std::int64_t now_ms) const;
+  // `instance=~"<trusted instances>"` when hooks_.trusted_instances is set
+  // and knows at least one; nullopt otherwise (every series counts).
+  std::optional<model::Matcher> TrustedMatcher() const;
+  std::vector<std::string> HostsOf(std::vector<model::Matcher> matchers, std::int64_t now_ms) const;
   std::vector<std::string> PickBaseline(const std::vector<std::string>& canary,
                                         std::int64_t now_ms) const;
   void Log(const std::string& line) const;

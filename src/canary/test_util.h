@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -53,8 +54,11 @@ inline void Simulate(std::string_view scenario_yaml, const std::filesystem::path
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
-// Appends every sample of the recording at `path` to `store`.
-inline void LoadRecording(const std::filesystem::path& path, store::Store& store) {
+// Appends every sample of the recording at `path` to `store`, each series'
+// labels passed through `relabel` when given (e.g. the target labels a
+// scrape adds).
+inline void LoadRecording(const std::filesystem::path& path, store::Store& store,
+                          const std::function<void(model::Labels&)>& relabel = nullptr) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -66,6 +70,7 @@ inline void LoadRecording(const std::filesystem::path& path, store::Store& store
         model::Labels labels = {{"__name__", std::string(s.name)}};
         for (const auto& l : s.labels)
           labels.push_back({std::string(l.name), std::string(l.value)});
+        if (relabel) relabel(labels);
         model::SortLabels(labels);
         auto ref = app->Series(labels);
         ASSERT_TRUE(ref.has_value()) << ref.error().ToString();

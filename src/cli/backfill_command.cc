@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "expfmt/reader.h"
+#include "store/meta_db.h"
 #include "store/store.h"
 
 namespace gpucanary::cli {
@@ -204,11 +205,26 @@ bool BackfillFile(const std::string& file, const BackfillArgs& args, store::Stor
 
 void Run(const BackfillArgs& args, CommandContext& ctx) {
   const store::StoreOptions options = OpenOptions();
+  const std::filesystem::path data(args.data);
+  std::error_code ec;
+  const bool fresh =
+      !std::filesystem::exists(data / "wal", ec) && !std::filesystem::exists(data / "chunks", ec);
   auto store = store::Store::Open(args.data, options);
   if (!store) {
     ctx.err << "gpucanary backfill: " << args.data << ": " << store.error().message() << "\n";
     ctx.exit_code = kExitBadInput;
     return;
+  }
+  // A new data directory gets its (empty) metadata too, so that `serve` on
+  // it starts; one that holds telemetry but lost its meta.sqlite is left as
+  // it is, for `serve` to refuse (docs/configuration.md, "Metadata").
+  if (fresh && !std::filesystem::exists(data / "meta.sqlite", ec)) {
+    auto meta = store::MetaDb::Open(data / "meta.sqlite");
+    if (!meta) {
+      ctx.err << "gpucanary backfill: " << meta.error().message() << "\n";
+      ctx.exit_code = kExitFail;
+      return;
+    }
   }
   bool all_ok = true;
   for (const std::string& file : args.files) {

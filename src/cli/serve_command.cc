@@ -30,6 +30,7 @@ struct ServeFlags {
   std::string config;
   std::string listen;
   std::string ready_file;
+  bool empty_metadata = false;
 };
 
 Status Serve(const ServeFlags& flags, CommandContext& ctx) {
@@ -43,6 +44,7 @@ Status Serve(const ServeFlags& flags, CommandContext& ctx) {
   }
   Mutex log_mu;
   daemon::DaemonOptions options;
+  options.empty_metadata = flags.empty_metadata;
   options.log = [&](std::string_view line) {
     MutexLock lock(log_mu);
     ctx.err << line << "\n";
@@ -74,6 +76,8 @@ void RegisterServeCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--listen", flags->listen, "host:port to listen on (overrides the config)");
   cmd->add_option("--ready-file", flags->ready_file,
                   "Write the API's URL here once listening (for scripts and tests)");
+  cmd->add_flag("--empty-metadata", flags->empty_metadata,
+                "Start with empty metadata when meta.sqlite is missing or damaged (kept aside)");
   cmd->callback([flags, &ctx] {
     Status status = Serve(*flags, ctx);
     if (!status.ok()) {

@@ -84,6 +84,7 @@ CanaryService::CanaryService(store::Store& store, store::MetaDb& meta, Clock& cl
   };
   hooks.log = options_.log;
   hooks.on_end = options_.on_end;
+  hooks.trusted_instances = options_.trusted_instances;
   manager_ = std::make_unique<canary::CanaryManager>(store_, meta_, clock_, options_.canary,
                                                      std::move(hooks));
   api_ = std::make_unique<canary::CanaryApi>(*manager_, meta_, options_.log);

@@ -38,6 +38,8 @@ struct CanaryServiceOptions {
   std::function<void(std::string_view)> log;
   // Called once when a canary ends (canary::CanaryHooks::on_end); may be null.
   std::function<void(const canary::CanaryView& canary)> on_end;
+  // canary::CanaryHooks::trusted_instances; null: every series counts.
+  std::function<std::vector<std::string>()> trusted_instances;
 };
 
 class CanaryService {

@@ -8,13 +8,16 @@
 #include "daemon/canary_service.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +80,88 @@ class CanaryServiceTest : public ::testing::Test {
   }
 
   void FailWithTheWebhookOnly();
+
+  // The `instance` values of everything stored so far (the fleet's own
+  // targets, before anything is injected).
+  std::vector<std::string> StoredInstances() {
+    auto series =
+        store_->SeriesIn({*model::Matcher::Make(model::Matcher::Type::kRegex, "instance", ".+")}, 0,
+                         (kSimStart + 1000) * 1000);
+    std::set<std::string> out;
+    if (series) {
+      for (const model::Labels& l : *series) out.emplace(model::LabelValue(l, "instance"));
+    }
+    return {out.begin(), out.end()};
+  }
+
+  // What issue 22's attacker pushed by remote_write: a host named like a
+  // command-line option, and a fake GPU on healthy node-2 whose clock sits at
+  // the power brake's floor with HW slowdown and power brake reported.
+  void InjectFakeGpus() {
+    auto app = store_->NewAppender();
+    auto put = [&](const std::string& name, const std::string& host, const std::string& gpu,
+                   std::int64_t t_s, double v) {
+      model::Labels labels = {{"__name__", name},
+                              {"Hostname", host},
+                              {"UUID", "GPU-fake-" + gpu},
+                              {"gpu", gpu},
+                              {"instance", "evil:9400"},
+                              {"job", "dcgm"},
+                              {"modelName", "NVIDIA H100 80GB HBM3"}};
+      model::SortLabels(labels);
+      auto ref = app->Series(labels);
+      ASSERT_TRUE(ref.has_value()) << ref.error().ToString();
+      ASSERT_TRUE(app->Append(*ref, t_s * 1000 + 500, v).ok());
+    };
+    for (std::int64_t t = kSimStart; t <= kSimStart + 140; ++t) {
+      const bool braking = t >= kSimStart + 21;
+      put("DCGM_FI_DEV_SM_CLOCK", "--kubeconfig=evil.yaml", "0", t, 1980);
+      put("DCGM_FI_DEV_SM_CLOCK", "node-2", "7", t, braking ? 1050 : 1980);
+      put("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "node-2", "7", t, braking ? 0x88 : 0);
+      put("DCGM_FI_DEV_POWER_USAGE", "node-2", "7", t, braking ? 180 : 650);
+    }
+    ASSERT_TRUE(app->Commit().has_value());
+  }
+
+  // A harmless release on node-1 judged with the injected GPUs present;
+  // returns the canary as the API shows it.
+  // `judge` false: the hosts are chosen, nothing is judged (the control).
+  Json JudgeHarmlessReleaseAmongFakes(bool trusted_only, bool judge = true) {
+    // The fleet as the daemon's scrape stores it: each series with its
+    // target's instance and job.
+    store_.reset();
+    store_ = std::move(*store::Store::Open(dir_ / "scraped", {}));
+    canary::testing::LoadRecording(canary::testing::PowerBrakeRecording(), *store_,
+                                   [](model::Labels& labels) {
+                                     if (!model::LabelValue(labels, "instance").empty()) return;
+                                     const std::string host(model::LabelValue(labels, "Hostname"));
+                                     labels.push_back({"instance", host + ":9400"});
+                                     labels.push_back({"job", "dcgm"});
+                                   });
+    const std::vector<std::string> instances = StoredInstances();
+    EXPECT_FALSE(instances.empty());
+    InjectFakeGpus();
+    NewService();
+    if (trusted_only) {
+      // As the daemon wires it: its own targets' instances.
+      CanaryServiceOptions options;
+      options.canary.policy = analysis::DefaultPolicy();
+      options.canary.history_s = 15;
+      options.canary.duration_s = 100;
+      options.canary.baseline_nodes = 3;
+      options.log = [this](std::string_view line) { log_.emplace_back(line); };
+      options.trusted_instances = [instances] { return instances; };
+      service_ = std::make_unique<CanaryService>(*store_, *meta_, clock_, nullptr, options);
+    }
+    EXPECT_TRUE(service_->Start().ok());
+    service_->manager().StopThread();
+    auto id = Announce(
+        R"({"id": "harmless", "service": "chat-api", "started_at": 1764680020, "targets": ["node-1"]})");
+    EXPECT_TRUE(id.has_value() && id->has_value()) << (id ? "" : id.error().ToString());
+    if (judge) RunUntil(kSimStart + 45);
+    service_->Stop();
+    return Json::parse(Call("GET", "/api/v1/canaries/harmless").body).at("data");
+  }
 
   void RunUntil(std::int64_t until_s) {
     while (clock_.NowMs() < until_s * 1000) {
@@ -270,6 +355,71 @@ TEST_F(CanaryServiceTest, ReleasesWithoutHostsStartNoCanary) {
       Announce(R"({"id": "r10", "started_at": 1764680020, "selector": "{Hostname=\"node-99\"}"})");
   ASSERT_FALSE(nobody.has_value());
   EXPECT_NE(nobody.error().message().find("matches no host"), std::string::npos);
+}
+
+// Issue 22: remote_write telemetry chose a canary's hosts and fed its judge.
+// Without the daemon's own-target filter (the control), the attacker's host
+// named like an option is a baseline host; with it, neither fake shows.
+TEST_F(CanaryServiceTest, WithoutTheOwnTargetFilterFakeHostsAreChosen) {
+  const Json canary = JudgeHarmlessReleaseAmongFakes(/*trusted_only=*/false, /*judge=*/false);
+  const auto baseline = canary["baseline_hosts"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(baseline.begin(), baseline.end(), "--kubeconfig=evil.yaml"), baseline.end())
+      << canary.dump();
+}
+
+TEST_F(CanaryServiceTest, RemoteWriteTelemetryNeitherChoosesNorFeedsACanary) {
+  const Json canary = JudgeHarmlessReleaseAmongFakes(/*trusted_only=*/true);
+  const auto baseline = canary["baseline_hosts"].get<std::vector<std::string>>();
+  EXPECT_EQ(std::find(baseline.begin(), baseline.end(), "--kubeconfig=evil.yaml"), baseline.end())
+      << canary.dump();
+  EXPECT_FALSE(baseline.empty()) << canary.dump();
+  const std::string text = canary.dump();
+  EXPECT_EQ(text.find("GPU-fake"), std::string::npos) << text;
+  EXPECT_EQ(text.find("evil"), std::string::npos) << text;
+  EXPECT_NE(canary["verdict"], "fail") << text;
+  // Every baseline GPU judged is a real one (8 per node): node-2's fake
+  // ninth is not among them.
+  EXPECT_EQ(canary["report"]["baseline_gpus"], 8 * baseline.size()) << text;
+  // A release naming a host no target of the daemon has is refused.
+  auto refused = Announce(
+      R"({"id": "named-evil", "service": "chat-api", "started_at": 1764680090, "targets": ["--kubeconfig=evil.yaml"]})");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message().find("no host of a target this daemon scrapes"),
+            std::string::npos)
+      << refused.error().message();
+}
+
+// Issue 22: telemetry the store could not keep (a full disk) is said in the
+// notes of the canaries running meanwhile, not judged as if it were there.
+TEST_F(CanaryServiceTest, ACanaryRunningWhileTheStoreCannotWriteSaysSo) {
+  NewService();
+  ASSERT_TRUE(service_->Start().ok());
+  service_->manager().StopThread();
+  ASSERT_TRUE(Announce(kRelease).has_value());
+  RunUntil(kSimStart + 25);
+  // One write that fails for real: RLIMIT_FSIZE makes write(2) fail (EFBIG).
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit tiny = old;
+  tiny.rlim_cur = 1;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  auto app = store_->NewAppender();
+  auto ref = app->Series({{"__name__", "lost"}, {"job", "x"}});
+  const bool kept = ref.has_value() && app->Append(*ref, (kSimStart + 25) * 1000, 1).ok() &&
+                    app->Commit().has_value();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, SIG_DFL);
+  ASSERT_FALSE(kept);
+  RunUntil(kSimStart + 30);
+  const Json canary = Json::parse(Call("GET", "/api/v1/canaries/fp8-kernel").body).at("data");
+  bool said = false;
+  for (const Json& note : canary["report"]["notes"]) {
+    said = said || note.get<std::string>().starts_with(
+                       "the store could not write 1 batch(es) of telemetry while this canary ran");
+  }
+  EXPECT_TRUE(said) << canary["report"]["notes"].dump();
+  service_->Stop();
 }
 
 }  // namespace

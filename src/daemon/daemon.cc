@@ -1,5 +1,6 @@
 #include "daemon/daemon.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "daemon/correlate_api.h"
 #include "daemon/query_api.h"
 #include "daemon/release_api.h"
+#include "daemon/remote_write_guard.h"
 #include "daemon/vocabulary_api.h"
 #include "dashboard/dashboard.h"
 #include "model/family_writer.h"
@@ -23,6 +25,7 @@
 #include "releases/publisher.h"
 #include "releases/release.h"
 #include "remote/receiver.h"
+#include "scrape/ingester.h"
 #include "scrape/scrape_manager.h"
 #include "store/meta_db.h"
 #include "store/store.h"
@@ -58,6 +61,13 @@ class Daemon::Impl {
   }
   void Handle(const net::HttpRequest& request, net::HttpResponse& response);
   std::string Metrics() const;
+  // The `instance` values of the targets the daemon scrapes and of its NVML
+  // node: the only sources that choose and feed canaries, and what
+  // remote_write may not write.
+  std::vector<std::string> OwnInstances() const;
+  // meta.sqlite copied to meta.sqlite.bak (at start, every retention pass
+  // and at stop), so that a lost or damaged database can be restored.
+  void BackupMetadata();
   std::string TargetsJson() const;
   void RetentionLoop();
 
@@ -71,6 +81,7 @@ class Daemon::Impl {
   VocabularyApi vocabulary_;
   std::unique_ptr<BearerAuth> auth_;
   std::unique_ptr<ReleaseApi> releases_;
+  std::unique_ptr<RemoteWriteGuard> write_guard_;  // between receiver_ and store_
   std::unique_ptr<remote::Receiver> receiver_;
   std::unique_ptr<scrape::ScrapeManager> scraper_;
   std::unique_ptr<nvml::Source> nvml_;  // this node's GPUs, when `nvml:` enables it
@@ -82,21 +93,106 @@ class Daemon::Impl {
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::thread retention_;
+  // Set once Start has built every member Handle reads (release): until
+  // then, while the store recovers, Handle reads none of them (acquire) and
+  // answers only /-/healthy.
+  std::atomic<bool> ready_{false};
 };
 
 Status Daemon::Impl::Start() {
+  // Listening first: recovering a large store takes a while, and the
+  // liveness probe (/-/healthy) must be answered meanwhile; /-/ready and the
+  // API say 503 until Start is done.
+  net::HttpServer::Options ho;
+  ho.threads = options_.http_threads;
+  ho.max_body_bytes = config_.max_body_bytes;
+  ho.handler_threads = config_.http.handler_threads;
+  ho.max_connections = config_.http.max_connections;
+  ho.max_connections_per_client = config_.http.max_connections_per_client;
+  ho.idle_timeout_s = config_.http.idle_timeout_s;
+  http_ = std::make_unique<net::HttpServer>(ho);
+  auto port = http_->Listen(
+      config_.listen_host, config_.listen_port,
+      [this](const net::HttpRequest& req, net::HttpResponse& resp) { Handle(req, resp); },
+      // The probes on the io thread, never queued behind slow handlers (a
+      // query, a correlation): on these two paths Handle only matches routes
+      // (no lock, no I/O) before it answers.
+      [this](const net::HttpRequest& req, net::HttpResponse& resp) {
+        if (req.path != "/-/healthy" && req.path != "/-/ready") return false;
+        Handle(req, resp);
+        return true;
+      });
+  if (!port) return port.error();
+  port_ = *port;
+  if (Status s = http_->Start(); !s.ok()) return s;
+  Log("serve: answering /-/healthy on " + config_.listen_host + ":" + std::to_string(port_) +
+      " while the store in " + config_.data_dir + " recovers");
+  if (!config_.auth.enabled() && !IsLoopbackHost(config_.listen_host)) {
+    Log("serve: WARNING: listening on " + config_.listen_host + ":" + std::to_string(port_) +
+        " with no auth token: anyone who can reach this port can post releases, write "
+        "telemetry, answer Flagger's webhooks and stop canaries; set auth.tokens "
+        "(docs/configuration.md) or listen on 127.0.0.1");
+  }
+
+  // Metadata (releases, canaries, verdicts, actions) must not vanish
+  // silently: a data directory that holds telemetry but no meta.sqlite
+  // lost it. Checked before the store creates its folders.
+  const std::filesystem::path data_dir(config_.data_dir);
+  const std::filesystem::path meta_path = data_dir / "meta.sqlite";
+  std::error_code exists_ec;
+  const bool had_telemetry = std::filesystem::exists(data_dir / "wal", exists_ec) ||
+                             std::filesystem::exists(data_dir / "chunks", exists_ec);
+  const bool had_meta = std::filesystem::exists(meta_path, exists_ec);
+
   store::StoreOptions so;
   so.retention_ms = config_.retention_ms;
   so.retention_bytes = config_.retention_bytes;
+  so.max_series = config_.max_series;
   so.log = options_.log;
   auto store = store::Store::Open(config_.data_dir, so);
   if (!store) return store.error();
   store_ = std::move(*store);
-  auto meta = store::MetaDb::Open(std::filesystem::path(config_.data_dir) / "meta.sqlite");
-  if (!meta) return meta.error();
+  if (had_telemetry && !had_meta && !options_.empty_metadata) {
+    return Error(StatusCode::kFailedPrecondition,
+                 meta_path.string() + " is missing, but " + config_.data_dir +
+                     " holds telemetry: its releases, canaries, verdicts and actions would be "
+                     "gone. Restore it (copy meta.sqlite.bak, which the daemon writes every "
+                     "minute, to meta.sqlite), or start with --empty-metadata");
+  }
+  Result<std::unique_ptr<store::MetaDb>> meta = store::MetaDb::Open(meta_path);
+  if (meta) {
+    if (Status check = (*meta)->Check(); !check.ok()) {
+      meta = Error(StatusCode::kIoError, meta_path.string() + ": damaged: " + check.message());
+    }
+  }
+  if (!meta) {
+    if (!options_.empty_metadata) {
+      return Error(StatusCode::kFailedPrecondition,
+                   meta.error().message() +
+                       ". Restore it (copy meta.sqlite.bak, which the daemon writes every "
+                       "minute, to meta.sqlite), or start with --empty-metadata (which keeps "
+                       "this file aside)");
+    }
+    const std::string aside = meta_path.string() + ".damaged-" + std::to_string(clock_.NowMs());
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::error_code ec;
+      std::filesystem::rename(meta_path.string() + suffix, aside + suffix, ec);
+    }
+    Log("serve: " + meta.error().message() + "; kept aside as " + aside +
+        ", starting with empty metadata (--empty-metadata)");
+    meta = store::MetaDb::Open(meta_path);
+    if (!meta) return meta.error();
+  } else if (had_telemetry && !had_meta) {
+    Log("serve: " + meta_path.string() +
+        " was missing: starting with empty metadata (--empty-metadata)");
+  }
   meta_ = std::move(*meta);
+  BackupMetadata();
 
-  query_ = std::make_unique<QueryApi>(*store_, clock_);
+  QueryApiOptions qo;
+  qo.max_samples = config_.query.max_samples;
+  qo.max_concurrency = config_.query.max_concurrency;
+  query_ = std::make_unique<QueryApi>(*store_, clock_, qo);
   correlate_ =
       std::make_unique<CorrelateApi>(*store_, *meta_, clock_, config_.canary.history_prometheus);
   auth_ = std::make_unique<BearerAuth>(config_.auth);
@@ -105,7 +201,14 @@ Status Daemon::Impl::Start() {
   remote::ReceiverOptions ro;
   ro.limits.max_compressed_bytes = config_.max_body_bytes;
   ro.limits.max_decompressed_bytes = config_.max_body_bytes * 4;
-  receiver_ = std::make_unique<remote::Receiver>(*store_, ro);
+  const RemoteWriteLimits& rl = config_.remote_write_limits;
+  ro.creation_grace_period_ms = rl.creation_grace_period_ms;
+  ro.past_grace_period_ms = rl.past_grace_period_ms;
+  ro.label_limits = {.label_limit = rl.label_limit,
+                     .label_name_length_limit = rl.label_name_length_limit,
+                     .label_value_length_limit = rl.label_value_length_limit};
+  write_guard_ = std::make_unique<RemoteWriteGuard>(*store_, [this] { return OwnInstances(); });
+  receiver_ = std::make_unique<remote::Receiver>(*write_guard_, clock_, ro);
 
   scraper_ =
       std::make_unique<scrape::ScrapeManager>(*store_, clock_, scrape::ScrapeManager::Options{});
@@ -139,22 +242,6 @@ Status Daemon::Impl::Start() {
     o.release = release ? &*release : nullptr;
     releases_->publisher().PublishCanary(o);
   };
-  canaries_ = std::make_unique<CanaryService>(*store_, *meta_, clock_, scraper_.get(), co);
-  if (Status s = canaries_->Start(); !s.ok()) return s;
-  releases_->SetOnRelease(
-      [this](const releases::Release& release) { return canaries_->OnRelease(release); });
-
-  net::HttpServer::Options ho;
-  ho.threads = options_.http_threads;
-  ho.max_body_bytes = config_.max_body_bytes;
-  http_ = std::make_unique<net::HttpServer>(ho);
-  auto port = http_->Listen(
-      config_.listen_host, config_.listen_port,
-      [this](const net::HttpRequest& req, net::HttpResponse& resp) { Handle(req, resp); });
-  if (!port) return port.error();
-  port_ = *port;
-  if (Status s = http_->Start(); !s.ok()) return s;
-  if (Status s = scraper_->Start(); !s.ok()) return s;
   if (config_.nvml.enabled) {
     // Asked for in the configuration: without NVML the daemon does not start,
     // rather than run without the GPUs it was told to watch.
@@ -162,7 +249,19 @@ Status Daemon::Impl::Start() {
     if (!source) return source.error();
     nvml_ = std::move(*source);
   }
+  // Hosts and telemetry for canaries come from the daemon's own targets and
+  // NVML node only (docs/canaries.md#which-hosts), unless told otherwise.
+  if (!config_.canary.trust_remote_write) {
+    co.trusted_instances = [this] { return OwnInstances(); };
+  }
+  canaries_ = std::make_unique<CanaryService>(*store_, *meta_, clock_, scraper_.get(), co);
+  if (Status s = canaries_->Start(); !s.ok()) return s;
+  releases_->SetOnRelease(
+      [this](const releases::Release& release) { return canaries_->OnRelease(release); });
+
+  if (Status s = scraper_->Start(); !s.ok()) return s;
   retention_ = std::thread([this] { RetentionLoop(); });
+  ready_.store(true, std::memory_order_release);
   return Status::Ok();
 }
 
@@ -183,11 +282,31 @@ void Daemon::Impl::Stop() {
   canaries_.reset();
   scraper_.reset();
   receiver_.reset();
+  write_guard_.reset();
   releases_.reset();  // stops publishing
   correlate_.reset();
   query_.reset();
+  BackupMetadata();
   meta_.reset();
   store_.reset();  // syncs the WAL
+}
+
+void Daemon::Impl::BackupMetadata() {
+  if (!meta_) return;
+  const std::filesystem::path bak = std::filesystem::path(config_.data_dir) / "meta.sqlite.bak";
+  if (Status s = meta_->Backup(bak); !s.ok()) Log("serve: metadata backup: " + s.message());
+}
+
+std::vector<std::string> Daemon::Impl::OwnInstances() const {
+  std::vector<std::string> instances;
+  if (scraper_) {
+    for (const scrape::TargetStatus& t : scraper_->Targets()) {
+      const std::string_view instance = model::LabelValue(t.labels, "instance");
+      if (!instance.empty()) instances.emplace_back(instance);
+    }
+  }
+  if (nvml_) instances.push_back(nvml_->hostname());
+  return instances;
 }
 
 void Daemon::Impl::RetentionLoop() {
@@ -199,11 +318,25 @@ void Daemon::Impl::RetentionLoop() {
     if (Status s = store_->ApplyRetention(clock_.NowMs()); !s.ok()) {
       Log("serve: retention: " + s.message());
     }
+    BackupMetadata();
     lock.Lock();
   }
 }
 
 void Daemon::Impl::Handle(const net::HttpRequest& request, net::HttpResponse& response) {
+  if (!ready_.load(std::memory_order_acquire)) {
+    // Starting (the store recovering): alive, not ready (Prometheus's
+    // /-/healthy and /-/ready split); nothing else is built yet.
+    response.content_type = "text/plain";
+    if (request.path == "/-/healthy") {
+      response.body = "gpucanary is starting.\n";
+    } else {
+      response.status = 503;
+      response.headers.emplace_back("Retry-After", "1");
+      response.body = "gpucanary is starting: recovering the store\n";
+    }
+    return;
+  }
   if (!auth_->Allow(request, response)) return;
   if (releases_->Handle(request, response)) return;
   if (canaries_->Handle(request, response)) return;
@@ -264,6 +397,23 @@ std::string Daemon::Impl::Metrics() const {
                "Chunk segment bytes on disk.", static_cast<double>(st.segment_bytes));
   AppendMetric(metrics, "gpucanary_store_wal_bytes", model::MetricType::kGauge,
                "WAL and checkpoint bytes on disk.", static_cast<double>(st.wal_bytes));
+  const net::HttpServer::Stats hs = http_->stats();
+  AppendMetric(metrics, "gpucanary_http_open_connections", model::MetricType::kGauge,
+               "Connections open to the API now.", static_cast<double>(hs.open_connections));
+  AppendMetric(metrics, "gpucanary_http_connections_accepted_total", model::MetricType::kCounter,
+               "Connections accepted.", static_cast<double>(hs.connections_accepted));
+  AppendMetric(metrics, "gpucanary_http_connections_refused_total", model::MetricType::kCounter,
+               "Connections refused over http.max_connections (503) or "
+               "http.max_connections_per_client (429).",
+               static_cast<double>(hs.connections_refused));
+  const store::WriteFailures wf = store_->write_failures();
+  AppendMetric(metrics, "gpucanary_store_write_failures_total", model::MetricType::kCounter,
+               "Commits the store could not write (full disk, I/O error): nothing of them kept.",
+               static_cast<double>(wf.count));
+  AppendMetric(metrics, "gpucanary_store_last_write_failure_timestamp_seconds",
+               model::MetricType::kGauge,
+               "When the last write failed (Unix seconds); 0: none since start.",
+               static_cast<double>(wf.last_ms) / 1000.0);
   const scrape::ScrapeManager::Stats sc = scraper_->stats();
   AppendMetric(metrics, "gpucanary_scrape_targets", model::MetricType::kGauge, "Scrape targets.",
                static_cast<double>(sc.targets));
@@ -276,6 +426,23 @@ std::string Daemon::Impl::Metrics() const {
   AppendMetric(metrics, "gpucanary_scrape_skipped_slots_total", model::MetricType::kCounter,
                "Scrape slots missed because the previous scrape still ran.",
                static_cast<double>(sc.skipped_slots));
+  metrics.Family("gpucanary_scrape_exceeded_limit_total", model::MetricType::kCounter,
+                 "Scrapes failed by a limit (sample_limit, label limits, body_size_limit).");
+  for (const auto& [limit, n] :
+       {std::pair{scrape::LimitExceeded::kSampleLimit, sc.exceeded_sample_limit},
+        std::pair{scrape::LimitExceeded::kLabelLimits, sc.exceeded_label_limits},
+        std::pair{scrape::LimitExceeded::kBodySizeLimit, sc.exceeded_body_size_limit}}) {
+    metrics.Sample({{"limit", scrape::LimitExceededName(limit)}}, std::to_string(n));
+  }
+  AppendMetric(metrics, "gpucanary_scrape_samples_duplicate_total", model::MetricType::kCounter,
+               "Samples of a series already in the same scrape (the first kept).",
+               static_cast<double>(sc.duplicate_samples));
+  AppendMetric(metrics, "gpucanary_scrape_samples_out_of_bounds_total", model::MetricType::kCounter,
+               "Samples whose own timestamp was over 10 minutes after the scrape (dropped).",
+               static_cast<double>(sc.out_of_bounds_samples));
+  AppendMetric(metrics, "gpucanary_scrape_samples_rejected_total", model::MetricType::kCounter,
+               "Scraped samples the store refused (out of order, duplicate, series limit).",
+               static_cast<double>(sc.store_rejected));
   const remote::ReceiverStats rw = receiver_->stats();
   AppendMetric(metrics, "gpucanary_remote_write_requests_total", model::MetricType::kCounter,
                "remote_write requests handled.", static_cast<double>(rw.requests));

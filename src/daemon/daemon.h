@@ -27,6 +27,11 @@ struct DaemonOptions {
   std::function<void(std::string_view)> log;
   int http_threads = 2;
   int retention_interval_ms = 60'000;
+  // Start with empty metadata when meta.sqlite is missing from a data
+  // directory that holds telemetry, or is damaged (kept aside as
+  // meta.sqlite.damaged-<ms>). Off: the daemon refuses to start then
+  // (`serve --empty-metadata`, docs/configuration.md).
+  bool empty_metadata = false;
 };
 
 class Daemon {

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,43 +146,115 @@ Answer<std::int64_t> StepParam(const Params& params) {
 
 // ---- Reading the store ------------------------------------------------------
 
-// The series `matchers` select with their samples in [lo, hi], within the
-// per-query sample limit.
+// Prometheus's words (promql/engine.go ErrTooManySamples("query execution")).
+ApiError TooManySamples() {
+  return {422, "execution",
+          "query processing would load too many samples into memory in query execution"};
+}
+
+// What a query keeps of one series: appends to `points` the points its
+// answer needs, from the series' samples in the query's range. May stop
+// early once `points` holds more than `room`: the query is refused then. May
+// drop chunks of `s` it does not need.
+using Keep = std::function<Status(const store::QueryResult& q, store::SeriesData& s,
+                                  std::uint64_t room, std::vector<store::Sample>& points)>;
+
+// The series `matchers` select in [lo, hi], each with the points `keep`
+// keeps; every series' points together count against max_samples, as
+// Prometheus counts the samples a query holds (not the raw ones it reads).
+// Series without points are left out.
 Answer<std::vector<store::SeriesSamples>> ReadSeries(const Call& c,
                                                      const std::vector<model::Matcher>& matchers,
-                                                     std::int64_t lo, std::int64_t hi) {
+                                                     std::int64_t lo, std::int64_t hi,
+                                                     const Keep& keep) {
   auto q = c.store.Query(matchers, lo, hi);
   if (!q) return tl::unexpected(ApiError{500, "internal", q.error().message()});
   std::vector<store::SeriesSamples> out;
   std::uint64_t total = 0;
   for (store::SeriesData& s : q->series) {
     store::SeriesSamples ss;
-    if (Status st = q->Collect(s, ss.samples); !st.ok()) {
+    if (Status st = keep(*q, s, c.options.max_samples - total, ss.samples); !st.ok()) {
       return tl::unexpected(ApiError{500, "internal", st.message()});
     }
     total += ss.samples.size();
-    if (total > c.options.max_samples) {
-      return tl::unexpected(
-          ApiError{422, "execution", "query processing would load too many samples into memory"});
-    }
+    if (total > c.options.max_samples) return tl::unexpected(TooManySamples());
+    if (ss.samples.empty()) continue;
     ss.labels = std::move(s.labels);
     out.push_back(std::move(ss));
   }
   return out;
 }
 
-// The newest sample at or before `t` within the lookback, [t - lookback, t]
-// closed at both ends as in Prometheus 2.42 (promql/engine.go
-// vectorSelectorSingle drops only t < ref - lookback), unless it is a
-// staleness marker. `samples` in time order.
-const store::Sample* LatestAt(const std::vector<store::Sample>& samples, std::int64_t t,
-                              std::int64_t lookback_ms) {
-  auto it = std::upper_bound(samples.begin(), samples.end(), t,
-                             [](std::int64_t x, const store::Sample& s) { return x < s.t; });
-  if (it == samples.begin()) return nullptr;
-  --it;
-  if (it->t < t - lookback_ms || store::IsStaleNaN(it->v)) return nullptr;
-  return &*it;
+// A range selector's points: every sample but staleness markers.
+Status KeepRaw(const store::QueryResult& q, store::SeriesData& s, std::uint64_t room,
+               std::vector<store::Sample>& points) {
+  return q.ForEach(s, [&](std::span<const store::Sample> run) {
+    for (const store::Sample& x : run) {
+      if (points.size() > room) return;
+      if (!store::IsStaleNaN(x.v)) points.push_back(x);
+    }
+  });
+}
+
+// An instant selector's point at `t`, read over [t - lookback, t]: the
+// newest sample, [t - lookback, t] closed at both ends as in Prometheus 2.42
+// (promql/engine.go vectorSelectorSingle drops only t < ref - lookback),
+// unless it is a staleness marker.
+Status KeepLatest(const store::QueryResult& q, const store::SeriesData& s, std::int64_t t,
+                  std::vector<store::Sample>& points) {
+  std::optional<store::Sample> newest;
+  Status st = q.ForEach(s, [&](std::span<const store::Sample> run) { newest = run.back(); });
+  if (st.ok() && newest && !store::IsStaleNaN(newest->v)) points.push_back({t, newest->v});
+  return st;
+}
+
+// A range query's steps: start, start + step, ... up to end.
+struct Steps {
+  std::int64_t start;
+  std::int64_t end;
+  std::int64_t step;
+};
+
+// Whether some step's lookback window [t - lookback, t] meets [mint, maxt]:
+// a chunk that meets none holds no step's newest sample (and a sample newer
+// than the one a step takes would be in that step's window too), so it need
+// not be decoded. The first step at or after mint has the earliest window
+// that can reach the chunk.
+bool SomeStepReads(const Steps& steps, std::int64_t lookback_ms, std::int64_t mint,
+                   std::int64_t maxt) {
+  std::int64_t t = steps.start;
+  if (mint > steps.start) {
+    t += (mint - steps.start + steps.step - 1) / steps.step * steps.step;
+  }
+  return t <= steps.end && t - lookback_ms <= maxt;
+}
+
+// A range query's points: at each step t, the newest sample at or before t
+// within the lookback, unless a staleness marker (as KeepLatest), from one
+// pass over the series' samples in [start - lookback, end].
+Status KeepSteps(const store::QueryResult& q, store::SeriesData& s, const Steps& steps,
+                 std::int64_t lookback_ms, std::vector<store::Sample>& points) {
+  std::erase_if(s.chunks, [&](const store::ChunkView& c) {
+    return !SomeStepReads(steps, lookback_ms, c.mint, c.maxt);
+  });
+  std::int64_t t = steps.start;
+  std::optional<store::Sample> prev;  // the newest sample before the current step's end
+  // Answers every step before `until` (exclusive) from `prev`.
+  auto answer_until = [&](std::int64_t until) {
+    for (; t <= steps.end && t < until; t += steps.step) {
+      if (prev && prev->t >= t - lookback_ms && !store::IsStaleNaN(prev->v)) {
+        points.push_back({t, prev->v});
+      }
+    }
+  };
+  Status st = q.ForEach(s, [&](std::span<const store::Sample> run) {
+    for (const store::Sample& x : run) {
+      answer_until(x.t);
+      prev = x;
+    }
+  });
+  answer_until(std::numeric_limits<std::int64_t>::max());
+  return st;
 }
 
 // ---- JSON -------------------------------------------------------------------
@@ -204,39 +279,32 @@ void AppendPoint(std::string& out, std::int64_t t, double v) {
   out += "\"]";
 }
 
-// A matrix result: every series for which `points(series, values)` wrote at
-// least one point into `values`.
-template <typename Points>
-std::string Matrix(const std::vector<store::SeriesSamples>& series, Points&& points) {
+// A matrix result: each series with its points. REQUIRES: none without.
+std::string Matrix(const std::vector<store::SeriesSamples>& series) {
   std::string data = R"({"resultType":"matrix","result":[)";
-  bool first = true;
-  for (const store::SeriesSamples& s : series) {
-    std::string values;
-    points(s, values);
-    if (values.empty()) continue;
-    if (!first) data += ',';
-    first = false;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    if (i > 0) data += ',';
     data += R"({"metric":)";
-    AppendMetric(data, s.labels);
-    data += R"(,"values":[)" + values + "]}";
+    AppendMetric(data, series[i].labels);
+    data += R"(,"values":[)";
+    for (std::size_t k = 0; k < series[i].samples.size(); ++k) {
+      if (k > 0) data += ',';
+      AppendPoint(data, series[i].samples[k].t, series[i].samples[k].v);
+    }
+    data += "]}";
   }
   return data + "]}";
 }
 
-// A vector result at `t`: every series with a sample within the lookback.
-std::string Vector(const std::vector<store::SeriesSamples>& series, std::int64_t t,
-                   std::int64_t lookback_ms) {
+// A vector result: each series with its one point.
+std::string Vector(const std::vector<store::SeriesSamples>& series) {
   std::string data = R"({"resultType":"vector","result":[)";
-  bool first = true;
-  for (const store::SeriesSamples& s : series) {
-    const store::Sample* x = LatestAt(s.samples, t, lookback_ms);
-    if (x == nullptr) continue;
-    if (!first) data += ',';
-    first = false;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    if (i > 0) data += ',';
     data += R"({"metric":)";
-    AppendMetric(data, s.labels);
+    AppendMetric(data, series[i].labels);
     data += R"(,"value":)";
-    AppendPoint(data, t, x->v);
+    AppendPoint(data, series[i].samples.front().t, series[i].samples.front().v);
     data += "}";
   }
   return data + "]}";
@@ -264,17 +332,17 @@ Answer<std::string> Query(const Call& c) {
   if (!t) return tl::unexpected(t.error());
   // `s[r]` at t is [t - r, t], closed as in Prometheus 2.42 (matrixIterSlice
   // keeps T >= mint); Prometheus 3 made it (t - r, t].
-  const std::int64_t lo = sel->range_ms ? *t - *sel->range_ms : *t - c.options.lookback_ms;
-  auto series = ReadSeries(c, sel->matchers, lo, *t);
+  if (sel->range_ms) {
+    auto series = ReadSeries(c, sel->matchers, *t - *sel->range_ms, *t, KeepRaw);
+    if (!series) return tl::unexpected(series.error());
+    return Matrix(*series);
+  }
+  auto series =
+      ReadSeries(c, sel->matchers, *t - c.options.lookback_ms, *t,
+                 [&](const store::QueryResult& q, store::SeriesData& s, std::uint64_t,
+                     std::vector<store::Sample>& points) { return KeepLatest(q, s, *t, points); });
   if (!series) return tl::unexpected(series.error());
-  if (!sel->range_ms) return Vector(*series, *t, c.options.lookback_ms);
-  return Matrix(*series, [](const store::SeriesSamples& s, std::string& values) {
-    for (const store::Sample& x : s.samples) {
-      if (store::IsStaleNaN(x.v)) continue;
-      if (!values.empty()) values += ',';
-      AppendPoint(values, x.t, x.v);
-    }
-  });
+  return Vector(*series);
 }
 
 // GET|POST /api/v1/query_range: query (no range), start, end, step; each
@@ -302,16 +370,14 @@ Answer<std::string> QueryRange(const Call& c) {
         "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
         "resolution (?step=XX)"));
   }
-  auto series = ReadSeries(c, sel->matchers, *start - c.options.lookback_ms, *end);
+  const Steps steps{*start, *end, *step};
+  auto series = ReadSeries(c, sel->matchers, *start - c.options.lookback_ms, *end,
+                           [&](const store::QueryResult& q, store::SeriesData& s, std::uint64_t,
+                               std::vector<store::Sample>& points) {
+                             return KeepSteps(q, s, steps, c.options.lookback_ms, points);
+                           });
   if (!series) return tl::unexpected(series.error());
-  return Matrix(*series, [&](const store::SeriesSamples& s, std::string& values) {
-    for (std::int64_t t = *start; t <= *end; t += *step) {
-      const store::Sample* x = LatestAt(s.samples, t, c.options.lookback_ms);
-      if (x == nullptr) continue;
-      if (!values.empty()) values += ',';
-      AppendPoint(values, t, x->v);
-    }
-  });
+  return Matrix(*series);
 }
 
 // The match[] selectors (repeated) of /series, /labels and
@@ -414,10 +480,44 @@ constexpr std::array<Endpoint, 5> kEndpoints = {{
     {"/api/v1/label/{name...}/values", &LabelValues},
 }};
 
-// The steps every endpoint shares: its parameters, the time, the envelope.
-void Serve(const store::Store& store, const QueryApiOptions& options, const Clock& clock,
-           AnswerFn answer, const net::HttpRequest& request, std::string_view arg,
-           net::HttpResponse& response) {
+// One of max_concurrency slots, held while it lives; none when all are
+// taken (Prometheus waits for one; here the caller answers 503 at once).
+class Slot {
+ public:
+  Slot(std::atomic<int>& running, int max) : running_(running) {
+    // Taken only below the limit, never counted over it even for a moment
+    // (a refused query must not make a concurrent one look over it too).
+    int n = running_.load(std::memory_order_relaxed);
+    while (n < max && !running_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) {
+    }
+    held_ = n < max;
+  }
+  ~Slot() {
+    if (held_) running_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  std::atomic<int>& running_;
+  bool held_ = false;
+};
+
+// The steps every endpoint shares: a slot, its parameters, the time, the
+// envelope.
+void Serve(const store::Store& store, const QueryApiOptions& options, std::atomic<int>& running,
+           const Clock& clock, AnswerFn answer, const net::HttpRequest& request,
+           std::string_view arg, net::HttpResponse& response) {
+  const Slot slot(running, options.max_concurrency);
+  if (!slot.held()) {
+    ReplyApiError(response, 503, "unavailable",
+                  "too many concurrent queries (query.max_concurrency: " +
+                      std::to_string(options.max_concurrency) + "); try again");
+    response.headers.emplace_back("Retry-After", "1");
+    return;
+  }
+  if (options.on_slot_taken) options.on_slot_taken();
   Result<Params> params = ReadParams(request);
   if (!params) {
     ReplyApiError(response, 400, "bad_data", params.error().message());
@@ -434,13 +534,14 @@ void Serve(const store::Store& store, const QueryApiOptions& options, const Cloc
 
 }  // namespace
 
-QueryApi::QueryApi(const store::Store& store, const Clock& clock, QueryApiOptions options) {
+QueryApi::QueryApi(const store::Store& store, const Clock& clock, QueryApiOptions options)
+    : options_(std::move(options)) {
   for (const Endpoint& e : kEndpoints) {
     router_.Add(
         "GET, POST", e.pattern,
-        [&store, &clock, options, answer = e.answer](
+        [this, &store, &clock, answer = e.answer](
             const net::HttpRequest& request, std::string_view arg, net::HttpResponse& response) {
-          Serve(store, options, clock, answer, request, arg, response);
+          Serve(store, options_, running_, clock, answer, request, arg, response);
         });
   }
 }

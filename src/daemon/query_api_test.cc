@@ -3,12 +3,21 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <latch>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "daemon/api_format.h"
+#include "daemon/serve_config.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "promql/client.h"
@@ -249,6 +258,197 @@ TEST_F(QueryApiTest, QueryRangeParameterErrors) {
   EXPECT_EQ(j["error"],
             "invalid expression type \"range vector\" for range query, must be Scalar or instant "
             "Vector");
+}
+
+// Asks `api` directly, without HTTP.
+net::HttpResponse Ask(const QueryApi& api, const std::string& target) {
+  net::HttpRequest req;
+  req.method = "GET";
+  req.target = target;
+  const std::size_t q = target.find('?');
+  req.path = target.substr(0, q);
+  if (q != std::string::npos) req.query = target.substr(q + 1);
+  net::HttpResponse resp;
+  EXPECT_TRUE(api.Handle(req, resp)) << target;
+  return resp;
+}
+
+std::string At(std::int64_t seconds_after_t0) {
+  return std::to_string(kT0 / 1000 + seconds_after_t0);
+}
+
+// Prometheus's --query.max-samples: the samples a query holds in memory at
+// once, which for Prometheus are the points of its answer, not the raw
+// samples read to find them; over it, 422 execution with Prometheus's words.
+TEST_F(QueryApiTest, SampleBudgetCountsThePointsAQueryHolds) {
+  auto status_with_budget = [&](std::uint64_t budget, const std::string& target) {
+    QueryApiOptions o;
+    o.max_samples = budget;
+    QueryApi api(*store_, clock_, o);
+    const net::HttpResponse r = Ask(api, target);
+    if (r.status == 422) {
+      EXPECT_EQ(r.body,
+                R"({"status":"error","errorType":"execution","error":"query processing would )"
+                R"(load too many samples into memory in query execution"})");
+    }
+    return r.status;
+  };
+  // A raw range: gpu 0's 600 samples and gpu 1's 300 (its staleness marker is
+  // not one): 900.
+  const std::string raw = "/api/v1/query?query=DCGM_FI_DEV_SM_CLOCK%5B10m%5D&time=" + At(599);
+  EXPECT_EQ(status_with_budget(899, raw), 422);
+  EXPECT_EQ(status_with_budget(900, raw), 200);
+  // Instant: one point per series, however many samples the lookback holds.
+  const std::string instant = "/api/v1/query?query=DCGM_FI_DEV_SM_CLOCK&time=" + At(299);
+  EXPECT_EQ(status_with_budget(1, instant), 422);
+  EXPECT_EQ(status_with_budget(2, instant), 200);
+  // A range query: its points, 10 of gpu 0 and 5 of gpu 1 (stale from 300 s),
+  // though it reads all 901 raw samples to find them.
+  const std::string range = "/api/v1/query_range?query=DCGM_FI_DEV_SM_CLOCK&start=" + At(0) +
+                            "&end=" + At(599) + "&step=60";
+  EXPECT_EQ(status_with_budget(14, range), 422);
+  EXPECT_EQ(status_with_budget(15, range), 200);
+}
+
+TEST_F(QueryApiTest, ARangeQueryTakesEachStepsNewestSampleWithinTheLookback) {
+  // gpu g's sample at s seconds is 1980 - 930 g + s % 3, for s in 0..599
+  // (gpu 0) or 0..299 (gpu 1, then a staleness marker at 300 s). Steps on a
+  // sample and between samples; a lookback shorter than the step, where most
+  // chunks hold no step's answer and are skipped, must not change a point.
+  for (const std::int64_t lookback_s : {300, 5}) {
+    QueryApiOptions o;
+    o.lookback_ms = lookback_s * 1000;
+    QueryApi api(*store_, clock_, o);
+    for (const double step : {1.0, 7.0, 60.0, 0.5}) {
+      std::ostringstream target;
+      target << "/api/v1/query_range?query=DCGM_FI_DEV_SM_CLOCK&start=" << At(-10)
+             << "&end=" << At(700) << "&step=" << step;
+      const net::HttpResponse r = Ask(api, target.str());
+      ASSERT_EQ(r.status, 200) << r.body;
+      std::map<int, std::vector<std::pair<double, std::string>>> got;
+      const Json answer = Json::parse(r.body);
+      for (const Json& series : answer["data"]["result"]) {
+        const int gpu = series["metric"]["gpu"] == "0" ? 0 : 1;
+        for (const Json& point : series["values"]) {
+          got[gpu].emplace_back(point[0].get<double>() - static_cast<double>(kT0 / 1000),
+                                point[1].get<std::string>());
+        }
+      }
+      for (int gpu = 0; gpu < 2; ++gpu) {
+        std::vector<std::pair<double, std::string>> expected;
+        for (int i = 0; - 10 + i * step <= 700; ++i) {
+          const double t = -10 + i * step;
+          const double newest = std::floor(t);
+          if (newest < 0 || (gpu == 1 && newest >= 300)) continue;  // none yet, or stale
+          const int s = static_cast<int>(std::min(newest, 599.0));
+          if (t - s > static_cast<double>(lookback_s)) continue;
+          expected.emplace_back(t, std::to_string(1980 - gpu * 930 + s % 3));
+        }
+        EXPECT_EQ(got[gpu], expected) << "lookback " << lookback_s << " step " << step;
+      }
+    }
+  }
+}
+
+// --query.max-concurrency: queries over the limit are answered 503
+// unavailable at once (they would otherwise hold the daemon's handler
+// threads while they wait); the limit counts queries, so the next one after
+// a query ends is served.
+TEST_F(QueryApiTest, QueriesOverTheConcurrencyLimitGet503) {
+  std::latch entered(1);
+  std::latch release(1);
+  std::atomic<int> hooks{0};
+  QueryApiOptions o;
+  o.max_concurrency = 1;
+  o.on_slot_taken = [&] {
+    if (hooks.fetch_add(1) == 0) {
+      entered.count_down();
+      release.wait();
+    }
+  };
+  QueryApi api(*store_, clock_, o);
+  const std::string query = "/api/v1/query?query=DCGM_FI_DEV_SM_CLOCK&time=" + At(299);
+  std::thread first([&] { EXPECT_EQ(Ask(api, query).status, 200); });
+  struct Finally {  // on every path out, so that a failure cannot hang the test
+    std::latch& release;
+    std::thread& first;
+    ~Finally() {
+      if (first.joinable()) {
+        release.count_down();
+        first.join();
+      }
+    }
+  } finally{release, first};
+  // The first query holds the only slot.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!entered.try_wait() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(entered.try_wait());
+  for (const std::string& target : {query, std::string("/api/v1/labels")}) {
+    const net::HttpResponse busy = Ask(api, target);
+    EXPECT_EQ(busy.status, 503) << target;
+    EXPECT_EQ(busy.Header("retry-after"), "1");
+    Json j = Json::parse(busy.body, nullptr, false);
+    EXPECT_EQ(j["errorType"], "unavailable");
+    EXPECT_EQ(j["error"], "too many concurrent queries (query.max_concurrency: 1); try again");
+  }
+  release.count_down();
+  first.join();
+  EXPECT_EQ(Ask(api, query).status, 200);  // the slot is free again
+  EXPECT_EQ(hooks.load(), 2);
+}
+
+// The `http:` and `query:` sections of the serve configuration
+// (docs/configuration.md), which size the limits above and the server's.
+TEST(ServeConfigLimitsTest, DefaultsAndValues) {
+  auto d = ParseServeConfig("listen: 127.0.0.1:0\n", "serve.yaml");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  EXPECT_EQ(d->http.max_connections, 512U);
+  EXPECT_EQ(d->http.max_connections_per_client, 64U);
+  EXPECT_EQ(d->http.idle_timeout_s, 30);
+  EXPECT_EQ(d->http.handler_threads, 4);
+  EXPECT_EQ(d->query.max_samples, 5'000'000U);
+  EXPECT_EQ(d->query.max_concurrency, 2);
+  auto c = ParseServeConfig(
+      "http:\n"
+      "  max_connections: 100\n"
+      "  max_connections_per_client: 10\n"
+      "  idle_timeout: 1m\n"
+      "  handler_threads: 8\n"
+      "query:\n"
+      "  max_samples: 1000000\n"
+      "  max_concurrency: 6\n",
+      "serve.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->http.max_connections, 100U);
+  EXPECT_EQ(c->http.max_connections_per_client, 10U);
+  EXPECT_EQ(c->http.idle_timeout_s, 60);
+  EXPECT_EQ(c->http.handler_threads, 8);
+  EXPECT_EQ(c->query.max_samples, 1'000'000U);
+  EXPECT_EQ(c->query.max_concurrency, 6);
+}
+
+TEST(ServeConfigLimitsTest, ErrorsSayWhere) {
+  auto error_of = [](const std::string& yaml) {
+    auto c = ParseServeConfig(yaml, "serve.yaml");
+    return c ? std::string("(parsed)") : c.error().message();
+  };
+  EXPECT_EQ(error_of("http:\n  idle_timeout: 500ms\n"),
+            "serve.yaml:2:17: http.idle_timeout: must be from 1s to 1h");
+  EXPECT_EQ(error_of("http:\n  max_connections_per_client: 0\n"),
+            "serve.yaml:2:31: http.max_connections_per_client: must be in 1..1000000");
+  EXPECT_EQ(error_of("http:\n  max_connections: 10\n  max_connections_per_client: 20\n"),
+            "serve.yaml:3:31: http.max_connections_per_client: must not exceed "
+            "http.max_connections (10)");
+  EXPECT_EQ(error_of("query:\n  max_samples: 0\n"),
+            "serve.yaml:2:16: query.max_samples: must be in 1..1000000000");
+  EXPECT_EQ(error_of("query:\n  max_concurrency: 4\nhttp:\n  handler_threads: 4\n"),
+            "serve.yaml:2:20: query.max_concurrency: must be below http.handler_threads (4), "
+            "so that queries never hold every handler thread");
+  EXPECT_EQ(error_of("query:\n  timeout: 2m\n"),
+            "serve.yaml:2:3: query.timeout: unknown field (expected one of max_samples, "
+            "max_concurrency)");
 }
 
 }  // namespace

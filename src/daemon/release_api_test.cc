@@ -10,9 +10,13 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "core/base64.h"
 #include "core/mutex.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
@@ -288,9 +292,9 @@ TEST_F(ReleaseApiTest, MetricsShowRecentReleasesWithEscapedLabels) {
   EXPECT_EQ(Send("GET", "/metrics").body.find("llama3-70b"), std::string::npos);
 }
 
-TEST_F(ReleaseApiTest, TokenGuardsWritesAndOptionallyReads) {
+TEST_F(ReleaseApiTest, ATokenGuardsEveryWriteAndRead) {
   ServeConfig config;
-  config.auth.token = "s3cr3t-token";
+  config.auth.tokens = {{"default", TokenScope::kAdmin, "s3cr3t-token"}};
   Start(config);
   net::HttpResponse r = Post(R"({"id":"r1","started_at":1})");
   EXPECT_EQ(r.status, 401);
@@ -303,45 +307,220 @@ TEST_F(ReleaseApiTest, TokenGuardsWritesAndOptionallyReads) {
   EXPECT_EQ(r.Header("www-authenticate"), R"(Bearer realm="gpucanary", error="invalid_token")");
   r = Post(R"({"id":"r1","started_at":1})", "s3cr3t-token-and-more");
   EXPECT_EQ(r.status, 401);
-  // Basic is not Bearer.
-  net::FetchOptions basic;
-  basic.method = "POST";
-  basic.body = R"({"id":"r1","started_at":1})";
-  basic.headers.emplace_back("Authorization", "Basic czNjcjN0LXRva2Vu");
-  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", basic)->status, 401);
   EXPECT_EQ(Post(R"({"id":"r1","started_at":1})", "s3cr3t-token").status, 201);
   // The scheme is case-insensitive.
-  basic.headers = {{"Authorization", "bearer s3cr3t-token"}};
-  basic.body = R"({"id":"r2","started_at":1})";
-  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", basic)->status, 201);
-  // Reads stay open; so does remote_write (it answers for itself: 400 for an empty body).
-  EXPECT_EQ(Send("GET", "/api/v1/releases/r1").status, 200);
-  EXPECT_EQ(Send("GET", "/metrics").status, 200);
-  EXPECT_EQ(Send("GET", "/api/v1/query?query=up").status, 200);
-  EXPECT_NE(Send("POST", "/api/v1/write").status, 401);
-  // Flagger's webhooks only ask, and Flagger sends no Authorization header.
-  EXPECT_NE(Send("POST", "/api/v1/flagger/confirm-promotion", "{}").status, 401);
-  // Other writes under /api/v1/ need the token, whoever answers them.
-  EXPECT_EQ(Send("POST", "/api/v1/canaries/r1/stop").status, 401);
-  EXPECT_EQ(Send("DELETE", "/api/v1/releases/r1").status, 401);
-}
+  net::FetchOptions o;
+  o.method = "POST";
+  o.headers = {{"Authorization", "bearer s3cr3t-token"}};
+  o.body = R"({"id":"r2","started_at":1})";
+  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", o)->status, 201);
+  // Basic carries the token as its password (a URL's user:token@, which is
+  // all Flagger's webhooks can send), or as its user when there is none.
+  o.headers = {{"Authorization", "Basic " + Base64Encode("flagger:s3cr3t-token")}};
+  o.body = R"({"id":"r3","started_at":1})";
+  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", o)->status, 201);
+  o.headers = {{"Authorization", "Basic " + Base64Encode("s3cr3t-token:")}};
+  o.body = R"({"id":"r4","started_at":1})";
+  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", o)->status, 201);
+  o.headers = {{"Authorization", "Basic " + Base64Encode("s3cr3t-token")}};  // no colon
+  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", o)->status, 401);
+  o.headers = {{"Authorization", "Basic not*base64"}};
+  EXPECT_EQ(net::Fetch(url_ + "/api/v1/releases", o)->status, 401);
 
-TEST_F(ReleaseApiTest, ProtectReadsAndRemoteWrite) {
-  ServeConfig config;
-  config.auth.token = "t0ken";
-  config.auth.protect_reads = true;
-  config.auth.protect_remote_write = true;
-  Start(config);
-  EXPECT_EQ(Send("GET", "/api/v1/releases").status, 401);
-  EXPECT_EQ(Send("GET", "/api/v1/releases", "", "t0ken").status, 200);
-  EXPECT_EQ(Send("GET", "/metrics").status, 401);
-  EXPECT_EQ(Send("GET", "/metrics", "", "t0ken").status, 200);
-  EXPECT_EQ(Send("POST", "/api/v1/query", "query=up").status, 401);
-  EXPECT_EQ(Send("GET", "/api/v1/targets").status, 401);
-  EXPECT_EQ(Send("POST", "/api/v1/write").status, 401);
-  EXPECT_NE(Send("POST", "/api/v1/write", "", "t0ken").status, 401);
+  // Every read and write but the health checks and the dashboard's files
+  // needs it: reads, remote_write, Flagger's webhooks, canary control.
+  for (const auto& [method, target] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/api/v1/releases/r1"},
+           {"GET", "/api/v1/releases"},
+           {"GET", "/metrics"},
+           {"GET", "/api/v1/query?query=up"},
+           {"POST", "/api/v1/query"},
+           {"GET", "/api/v1/label/job/values"},
+           {"GET", "/api/v1/targets"},
+           {"GET", "/api/v1/canaries"},
+           {"GET", "/api/v1/correlate"},
+           {"POST", "/api/v1/write"},
+           {"POST", "/api/v1/flagger/confirm-promotion"},
+           {"POST", "/api/v1/flagger/post-rollout"},
+           {"POST", "/api/v1/canaries/r1/stop"},
+           {"DELETE", "/api/v1/releases/r1"}}) {
+    EXPECT_EQ(Send(method, target, method == "GET" ? "" : "{}").status, 401)
+        << method << " " << target;
+    EXPECT_NE(Send(method, target, method == "GET" ? "" : "{}", "s3cr3t-token").status, 401)
+        << method << " " << target;
+  }
   EXPECT_EQ(Send("GET", "/-/ready").status, 200);
   EXPECT_EQ(Send("GET", "/-/healthy").status, 200);
+  EXPECT_EQ(Send("GET", "/").status, 200);  // the dashboard's page
+}
+
+TEST_F(ReleaseApiTest, ScopedTokensDoWhatTheirScopeCovers) {
+  ServeConfig config;
+  config.auth.tokens = {{"grafana", TokenScope::kRead, "ro-1"},
+                        {"ci", TokenScope::kWrite, "wr-2"},
+                        {"oncall", TokenScope::kAdmin, "ad-3"}};
+  Start(config);
+  struct Case {
+    std::string method, target;
+    TokenScope needs;
+  };
+  const std::vector<Case> cases = {
+      {"GET", "/api/v1/releases", TokenScope::kRead},
+      {"GET", "/metrics", TokenScope::kRead},
+      {"POST", "/api/v1/query", TokenScope::kRead},  // a form: still a read
+      {"GET", "/api/v1/canaries", TokenScope::kRead},
+      {"POST", "/api/v1/write", TokenScope::kWrite},
+      {"POST", "/api/v1/releases", TokenScope::kWrite},
+      {"POST", "/api/v1/flagger/confirm-promotion", TokenScope::kWrite},
+      {"POST", "/api/v1/flagger/post-rollout", TokenScope::kWrite},
+      {"POST", "/api/v1/canaries/r1/stop", TokenScope::kAdmin},
+      {"DELETE", "/api/v1/releases/r1", TokenScope::kAdmin},
+  };
+  const std::vector<std::pair<std::string, TokenScope>> tokens = {
+      {"ro-1", TokenScope::kRead}, {"wr-2", TokenScope::kWrite}, {"ad-3", TokenScope::kAdmin}};
+  for (const Case& c : cases) {
+    for (const auto& [token, scope] : tokens) {
+      const net::HttpResponse r =
+          Send(c.method, c.target, c.method == "GET" ? "" : R"({"id":"x","started_at":1})", token);
+      if (scope >= c.needs) {
+        // (Flagger's gates answer 403 themselves to hold a step: no challenge then.)
+        EXPECT_NE(r.status, 401) << c.method << " " << c.target << " with " << token;
+        EXPECT_EQ(r.Header("www-authenticate"), "")
+            << c.method << " " << c.target << " with " << token;
+      } else {
+        EXPECT_EQ(r.status, 403) << c.method << " " << c.target << " with " << token;
+        EXPECT_EQ(r.Header("www-authenticate"),
+                  R"(Bearer realm="gpucanary", error="insufficient_scope", scope=")" +
+                      std::string(ScopeName(c.needs)) + "\"");
+      }
+    }
+  }
+  // The refusal names the token and both scopes, never the token's value,
+  // and stays JSON whatever the path holds.
+  const net::HttpResponse r = Send("POST", "/api/v1/canaries/a%22b/stop", "", "wr-2");
+  EXPECT_EQ(r.status, 403);
+  const nlohmann::json body = nlohmann::json::parse(r.body);
+  EXPECT_EQ(body["errorType"], "forbidden");
+  EXPECT_EQ(body["error"].get<std::string>().find("wr-2"), std::string::npos);
+  EXPECT_NE(body["error"].get<std::string>().find("token 'ci' has scope write"), std::string::npos)
+      << r.body;
+}
+
+TEST_F(ReleaseApiTest, ListeningBeyondLoopbackWithoutATokenIsWarnedAbout) {
+  ServeConfig config;
+  config.listen_host = "0.0.0.0";
+  Start(config);
+  EXPECT_NE(Log().find("serve: WARNING: listening on 0.0.0.0:"), std::string::npos) << Log();
+  EXPECT_NE(Log().find("with no auth token: anyone who can reach this port can post releases"),
+            std::string::npos);
+}
+
+TEST_F(ReleaseApiTest, NoWarningOnLoopbackOrWithAToken) {
+  ServeConfig config;
+  config.listen_host = "0.0.0.0";
+  config.auth.tokens = {{"default", TokenScope::kAdmin, "t"}};
+  Start(config);
+  EXPECT_EQ(Log().find("WARNING"), std::string::npos) << Log();
+  // Its own health on /metrics: failed writes, the API's connections.
+  const std::string metrics = Send("GET", "/metrics", "", "t").body;
+  for (const char* line : {"gpucanary_store_write_failures_total 0\n",
+                           "gpucanary_store_last_write_failure_timestamp_seconds 0\n",
+                           "gpucanary_http_connections_refused_total 0\n"}) {
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << metrics;
+  }
+  EXPECT_NE(metrics.find("gpucanary_http_open_connections 1\n"), std::string::npos) << metrics;
+  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackHost("127.1.2.3"));
+  EXPECT_TRUE(IsLoopbackHost("localhost"));
+  EXPECT_TRUE(IsLoopbackHost("::1"));
+  EXPECT_TRUE(IsLoopbackHost("[::1]"));
+  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackHost("::"));
+  EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
+  EXPECT_FALSE(IsLoopbackHost("127example.com"));
+  EXPECT_FALSE(IsLoopbackHost("127.evil.example"));
+}
+
+// Issue 22: a deleted meta.sqlite started silently with no releases, and a
+// damaged one kept the daemon from starting with no way back. Now: refused
+// with a clear message unless told to start empty; meta.sqlite.bak restores.
+class MetadataTest : public ReleaseApiTest {
+ protected:
+  Result<std::unique_ptr<Daemon>> Restart(bool empty_metadata) {
+    daemon_.reset();
+    ServeConfig config;
+    config.listen_port = 0;
+    config.data_dir = dir_.string();
+    DaemonOptions options;
+    options.log = [this](std::string_view line) {
+      MutexLock lock(log_mu_);
+      log_ += std::string(line) + "\n";
+    };
+    options.empty_metadata = empty_metadata;
+    return Daemon::Start(config, clock_, options);
+  }
+  void RemoveMeta() {
+    for (const char* f : {"meta.sqlite", "meta.sqlite-wal", "meta.sqlite-shm"}) {
+      fs::remove(dir_ / f);
+    }
+  }
+};
+
+TEST_F(MetadataTest, AMissingDatabaseBesideTelemetryIsRefusedUnlessToldToStartEmpty) {
+  Start();
+  ASSERT_EQ(Post(R"({"id":"r1","started_at":1})").status, 201);
+  daemon_.reset();
+  RemoveMeta();
+  auto refused = Restart(false);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.error().message().find("meta.sqlite is missing, but"), std::string::npos)
+      << refused.error().message();
+  EXPECT_NE(refused.error().message().find("--empty-metadata"), std::string::npos);
+  // The backup the first run wrote restores it.
+  ASSERT_TRUE(fs::exists(dir_ / "meta.sqlite.bak"));
+  fs::copy_file(dir_ / "meta.sqlite.bak", dir_ / "meta.sqlite");
+  auto restored = Restart(false);
+  ASSERT_TRUE(restored.has_value()) << restored.error().message();
+  daemon_ = std::move(*restored);
+  url_ = "http://127.0.0.1:" + std::to_string(daemon_->port());
+  EXPECT_EQ(Send("GET", "/api/v1/releases/r1").status, 200);
+  // Told to start empty: it does, and says so.
+  daemon_.reset();
+  RemoveMeta();
+  auto empty = Restart(true);
+  ASSERT_TRUE(empty.has_value()) << empty.error().message();
+  EXPECT_NE(Log().find("meta.sqlite was missing: starting with empty metadata"), std::string::npos);
+}
+
+TEST_F(MetadataTest, ADamagedDatabaseIsRefusedAndKeptAsideWhenStartingEmpty) {
+  Start();
+  ASSERT_EQ(Post(R"({"id":"r1","started_at":1})").status, 201);
+  daemon_.reset();
+  for (const char* f : {"meta.sqlite-wal", "meta.sqlite-shm"}) fs::remove(dir_ / f);
+  {
+    // 20 bytes of the header flipped, as the attack did.
+    std::fstream file(dir_ / "meta.sqlite", std::ios::in | std::ios::out | std::ios::binary);
+    for (int i = 0; i < 20; ++i) {
+      file.seekg(i);
+      const char c = static_cast<char>(file.get());
+      file.seekp(i);
+      file.put(static_cast<char>(~c));
+    }
+  }
+  auto refused = Restart(false);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message().find("meta.sqlite"), std::string::npos);
+  EXPECT_NE(refused.error().message().find("Restore it"), std::string::npos)
+      << refused.error().message();
+  auto empty = Restart(true);
+  ASSERT_TRUE(empty.has_value()) << empty.error().message();
+  bool aside = false;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    aside = aside || e.path().filename().string().starts_with("meta.sqlite.damaged-");
+  }
+  EXPECT_TRUE(aside);
+  EXPECT_NE(Log().find("starting with empty metadata (--empty-metadata)"), std::string::npos);
 }
 
 TEST_F(ReleaseApiTest, NewReleasesArePublishedWithoutHoldingTheReply) {

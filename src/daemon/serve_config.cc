@@ -5,10 +5,14 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "analysis/policy/policy.h"
 #include "canary/config.h"
@@ -22,15 +26,26 @@ namespace {
 using config::Fields;
 using config::Reporter;
 
-constexpr std::array<std::string_view, 11> kTopKeys = {
+constexpr std::array<std::string_view, 13> kTopKeys = {
     "listen",  "storage", "remote_write", "global", "scrape_configs", "auth", "releases",
-    "publish", "canary",  "actions",      "nvml"};
+    "publish", "canary",  "actions",      "nvml",   "http",           "query"};
+constexpr std::array<std::string_view, 4> kHttpKeys = {
+    "max_connections", "max_connections_per_client", "idle_timeout", "handler_threads"};
+constexpr std::array<std::string_view, 2> kQueryKeys = {"max_samples", "max_concurrency"};
 constexpr std::array<std::string_view, 8> kNvmlKeys = {
     "enabled", "library", "interval", "hostname", "hostname_label", "gpm", "xid_events", "job"};
-constexpr std::array<std::string_view, 3> kStorageKeys = {"path", "retention", "retention_size"};
-constexpr std::array<std::string_view, 2> kRemoteWriteKeys = {"enabled", "max_body"};
-constexpr std::array<std::string_view, 4> kAuthKeys = {"token", "token_file", "protect_reads",
-                                                       "protect_remote_write"};
+constexpr std::array<std::string_view, 4> kStorageKeys = {"path", "retention", "retention_size",
+                                                          "max_series"};
+constexpr std::array<std::string_view, 7> kRemoteWriteKeys = {"enabled",
+                                                              "max_body",
+                                                              "creation_grace_period",
+                                                              "past_grace_period",
+                                                              "label_limit",
+                                                              "label_name_length_limit",
+                                                              "label_value_length_limit"};
+constexpr std::array<std::string_view, 5> kAuthKeys = {"token", "token_file", "tokens",
+                                                       "protect_reads", "protect_remote_write"};
+constexpr std::array<std::string_view, 4> kTokenKeys = {"name", "scope", "token", "token_file"};
 constexpr std::array<std::string_view, 2> kReleasesKeys = {"max_body", "info_window"};
 constexpr std::array<std::string_view, 4> kPublishKeys = {"grafana", "otlp", "timeout", "attempts"};
 constexpr std::array<std::string_view, 5> kGrafanaKeys = {"url", "token", "token_file", "tags",
@@ -80,6 +95,9 @@ Status ReadStorage(const Reporter& r, const YAML::Node& node, const std::string&
       return r.Fail(*n, "storage.retention", "bad duration '" + *text + "' (e.g. 15d, 12h)");
     }
     out.retention_ms = ms;
+    // Older samples would only wait for the next retention pass: remote_write
+    // refuses them unless remote_write.past_grace_period says otherwise.
+    out.remote_write_limits.past_grace_period_ms = ms;
   }
   if (const YAML::Node* n = fields->Find("retention_size")) {
     auto text = config::ReadString(r, *n, "storage.retention_size");
@@ -87,6 +105,41 @@ Status ReadStorage(const Reporter& r, const YAML::Node& node, const std::string&
     if (!ParseByteSize(*text, &out.retention_bytes)) {
       return r.Fail(*n, "storage.retention_size", "bad size '" + *text + "' (e.g. 50GB, 512MiB)");
     }
+  }
+  if (const YAML::Node* n = fields->Find("max_series")) {
+    auto v = config::ReadInt(r, *n, "storage.max_series", 1, 1'000'000'000);
+    if (!v) return v.error();
+    out.max_series = static_cast<std::size_t>(*v);
+  }
+  return Status::Ok();
+}
+
+// remote_write's time window and label limits (remote/receiver.h).
+Status ReadRemoteWriteLimits(const Reporter& r, const Fields& fields, RemoteWriteLimits& out) {
+  for (const auto& [key, ms] : {std::pair{"creation_grace_period", &out.creation_grace_period_ms},
+                                std::pair{"past_grace_period", &out.past_grace_period_ms}}) {
+    const YAML::Node* n = fields.Find(key);
+    if (n == nullptr) continue;
+    const std::string field = config::Child("remote_write", key);
+    auto text = config::ReadString(r, *n, field);
+    if (!text) return text.error();
+    std::int64_t v = 0;
+    const bool past = ms == &out.past_grace_period_ms;
+    if (!scrape::ParsePrometheusDuration(*text, &v) || (!past && v == 0)) {
+      return r.Fail(*n, field,
+                    "bad duration '" + *text + "' (e.g. 10m, 1h" + (past ? "; 0: no bound)" : ")"));
+    }
+    *ms = v;
+  }
+  for (const auto& [key, count] :
+       {std::pair{"label_limit", &out.label_limit},
+        std::pair{"label_name_length_limit", &out.label_name_length_limit},
+        std::pair{"label_value_length_limit", &out.label_value_length_limit}}) {
+    const YAML::Node* n = fields.Find(key);
+    if (n == nullptr) continue;
+    auto v = config::ReadInt(r, *n, config::Child("remote_write", key), 0, INT32_MAX);
+    if (!v) return v.error();
+    *count = static_cast<std::size_t>(*v);
   }
   return Status::Ok();
 }
@@ -108,7 +161,7 @@ Status ReadRemoteWrite(const Reporter& r, const YAML::Node& node, ServeConfig& o
     }
     out.max_body_bytes = static_cast<std::size_t>(bytes);
   }
-  return Status::Ok();
+  return ReadRemoteWriteLimits(r, *fields, out.remote_write_limits);
 }
 
 std::string ResolvePath(const std::string& base, const std::string& path) {
@@ -120,21 +173,78 @@ Status ReadAuth(const Reporter& r, const YAML::Node& node, const std::string& ba
                 ServeConfig& out) {
   auto fields = Fields::Read(r, node, "auth", kAuthKeys);
   if (!fields) return fields.error();
+  std::vector<const YAML::Node*> token_nodes;  // where each token was given, for duplicates
   auto token = config::ReadToken(r, *fields, base, "auth");
   if (!token) return token.error();
-  out.auth.token = std::move(*token);
-  for (const auto& [key, flag] :
-       {std::pair{"protect_reads", &out.auth.protect_reads},
-        std::pair{"protect_remote_write", &out.auth.protect_remote_write}}) {
+  if (!token->empty()) {
+    out.auth.tokens.push_back({"default", TokenScope::kAdmin, std::move(*token)});
+    const YAML::Node* at = fields->Find("token");
+    token_nodes.push_back(at != nullptr ? at : fields->Find("token_file"));
+  }
+  if (const YAML::Node* list = fields->Find("tokens")) {
+    if (!list->IsSequence()) return r.Fail(*list, "auth.tokens", "expected a list of tokens");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const YAML::Node item = (*list)[i];
+      const std::string field = config::Index("auth.tokens", i);
+      auto entry = Fields::Read(r, item, field, kTokenKeys);
+      if (!entry) return entry.error();
+      TokenConfig t;
+      t.name = field;
+      if (const YAML::Node* n = entry->Find("name")) {
+        auto name = config::ReadString(r, *n, config::Child(field, "name"));
+        if (!name) return name.error();
+        t.name = *name;
+      }
+      const YAML::Node* scope = entry->Find("scope");
+      if (scope == nullptr) {
+        return r.Fail(item, config::Child(field, "scope"), "missing (read, write or admin)");
+      }
+      auto scope_text = config::ReadString(r, *scope, config::Child(field, "scope"));
+      if (!scope_text) return scope_text.error();
+      if (*scope_text == "read") {
+        t.scope = TokenScope::kRead;
+      } else if (*scope_text == "write") {
+        t.scope = TokenScope::kWrite;
+      } else if (*scope_text == "admin") {
+        t.scope = TokenScope::kAdmin;
+      } else {
+        return r.Fail(*scope, config::Child(field, "scope"),
+                      "unknown scope '" + *scope_text + "' (read, write or admin)");
+      }
+      auto value = config::ReadToken(r, *entry, base, field);
+      if (!value) return value.error();
+      if (value->empty()) {
+        return r.Fail(item, config::Child(field, "token"), "missing (token or token_file)");
+      }
+      t.token = std::move(*value);
+      const YAML::Node* at = entry->Find("token");
+      token_nodes.push_back(at != nullptr ? at : entry->Find("token_file"));
+      out.auth.tokens.push_back(std::move(t));
+    }
+  }
+  for (std::size_t i = 0; i < out.auth.tokens.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (out.auth.tokens[i].token == out.auth.tokens[j].token) {
+        return r.Fail(*token_nodes[i], out.auth.tokens[i].name,
+                      "the same token as " + out.auth.tokens[j].name +
+                          ": each token needs its own value (its scope decides what it may do)");
+      }
+    }
+  }
+  // Before scopes these turned protection on; it is now always on once a
+  // token is configured, and cannot be turned off.
+  for (std::string_view key : {"protect_reads", "protect_remote_write"}) {
     const YAML::Node* n = fields->Find(key);
     if (n == nullptr) continue;
     const std::string field = config::Child("auth", key);
     auto b = config::ReadBool(r, *n, field);
     if (!b) return b.error();
-    if (*b && out.auth.token.empty()) {
-      return r.Fail(*n, field, "needs auth.token or auth.token_file");
+    if (!*b) {
+      return r.Fail(*n, field,
+                    "cannot be false: with a token configured every read and write needs one; "
+                    "give read-only clients a token with scope: read (auth.tokens)");
     }
-    *flag = *b;
+    if (!out.auth.enabled()) return r.Fail(*n, field, "needs auth.token or auth.tokens");
   }
   return Status::Ok();
 }
@@ -290,6 +400,82 @@ Status ReadPublish(const Reporter& r, const YAML::Node& node, const std::string&
   return Status::Ok();
 }
 
+// `http:` and `query:`: the server's and the query API's limits. Read
+// together, as the query concurrency must stay below the handler threads.
+Status ReadLimits(const Reporter& r, const YAML::Node* http, const YAML::Node* query,
+                  ServeConfig& out) {
+  const YAML::Node* per_client = nullptr;
+  YAML::Mark threads_at = YAML::Mark::null_mark();
+  if (http != nullptr) {
+    auto fields = Fields::Read(r, *http, "http", kHttpKeys);
+    if (!fields) return fields.error();
+    for (auto [key, value, hi] :
+         {std::tuple{"max_connections", &out.http.max_connections, 1'000'000},
+          std::tuple{"max_connections_per_client", &out.http.max_connections_per_client,
+                     1'000'000}}) {
+      if (const YAML::Node* n = fields->Find(key)) {
+        auto v = config::ReadInt(r, *n, config::Child("http", key), 1, hi);
+        if (!v) return v.error();
+        *value = static_cast<std::size_t>(*v);
+      }
+    }
+    per_client = fields->Find("max_connections_per_client");
+    if (const YAML::Node* n = fields->Find("idle_timeout")) {
+      auto seconds = config::ReadDuration(r, *n, "http.idle_timeout");
+      if (!seconds) return seconds.error();
+      if (*seconds < 1 || *seconds > 3600) {
+        return r.Fail(*n, "http.idle_timeout", "must be from 1s to 1h");
+      }
+      out.http.idle_timeout_s = static_cast<int>(*seconds);
+    }
+    if (const YAML::Node* n = fields->Find("handler_threads")) {
+      auto v = config::ReadInt(r, *n, "http.handler_threads", 2, 256);
+      if (!v) return v.error();
+      out.http.handler_threads = static_cast<int>(*v);
+      threads_at = n->Mark();
+    }
+  }
+  if (out.http.max_connections_per_client > out.http.max_connections) {
+    if (per_client == nullptr) {  // the default, above a small max_connections
+      out.http.max_connections_per_client = out.http.max_connections;
+    } else {
+      return r.Fail(*per_client, "http.max_connections_per_client",
+                    "must not exceed http.max_connections (" +
+                        std::to_string(out.http.max_connections) + ")");
+    }
+  }
+  std::optional<YAML::Mark> concurrency_at;
+  if (query != nullptr) {
+    auto fields = Fields::Read(r, *query, "query", kQueryKeys);
+    if (!fields) return fields.error();
+    if (const YAML::Node* n = fields->Find("max_samples")) {
+      auto v = config::ReadInt(r, *n, "query.max_samples", 1, 1'000'000'000);
+      if (!v) return v.error();
+      out.query.max_samples = static_cast<std::uint64_t>(*v);
+    }
+    if (const YAML::Node* n = fields->Find("max_concurrency")) {
+      auto v = config::ReadInt(r, *n, "query.max_concurrency", 1, 255);
+      if (!v) return v.error();
+      out.query.max_concurrency = static_cast<int>(*v);
+      concurrency_at = n->Mark();
+    }
+  }
+  // Queries wait for nothing (over the limit they get 503), so the threads
+  // they cannot take answer everything else: releases, remote_write, /metrics.
+  if (out.query.max_concurrency >= out.http.handler_threads) {
+    const std::string why = ", so that queries never hold every handler thread";
+    if (concurrency_at) {
+      return r.Fail(*concurrency_at, "query.max_concurrency",
+                    "must be below http.handler_threads (" +
+                        std::to_string(out.http.handler_threads) + ")" + why);
+    }
+    return r.Fail(threads_at, "http.handler_threads",
+                  "must be above query.max_concurrency (" +
+                      std::to_string(out.query.max_concurrency) + ")" + why);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool ParseByteSize(std::string_view text, std::uint64_t* bytes) {
@@ -321,6 +507,18 @@ bool ParseByteSize(std::string_view text, std::uint64_t* bytes) {
     return true;
   }
   return false;
+}
+
+std::string_view ScopeName(TokenScope scope) {
+  switch (scope) {
+    case TokenScope::kRead:
+      return "read";
+    case TokenScope::kWrite:
+      return "write";
+    case TokenScope::kAdmin:
+      return "admin";
+  }
+  return "admin";
 }
 
 Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_view file_name) {
@@ -356,6 +554,12 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
     }
     if (const YAML::Node* n = top->Find("canary")) {
       if (Status s = canary::ReadCanaryConfig(r, *n, base, out.canary); !s.ok()) return Error(s);
+      // Untrusted senders must not choose what a canary judges or acts on.
+      if (out.canary.trust_remote_write && !out.auth.enabled()) {
+        return r.Fail((*n)["trust_remote_write"], "canary.trust_remote_write",
+                      "needs auth (auth.token or auth.tokens): without it anyone could send the "
+                      "series a canary judges and acts on");
+      }
     }
     if (const YAML::Node* n = top->Find("actions")) {
       auto actions = actions::ParseActions(*n, file_name);
@@ -375,6 +579,9 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
     }
     if (const YAML::Node* n = top->Find("nvml")) {
       if (Status s = ReadNvml(r, *n, base, out); !s.ok()) return Error(s);
+    }
+    if (Status s = ReadLimits(r, top->Find("http"), top->Find("query"), out); !s.ok()) {
+      return Error(s);
     }
     auto scrape =
         scrape::ReadScrapeSections(r, top->Find("global"), top->Find("scrape_configs"), base);

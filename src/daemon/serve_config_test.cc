@@ -23,9 +23,7 @@ std::string ErrorOf(const std::string& yaml) {
 TEST(ServeConfigTest, DefaultsLeaveEverythingOpenAndPublishNothing) {
   auto c = ParseServeConfig("listen: 127.0.0.1:0\n", "serve.yaml");
   ASSERT_TRUE(c.has_value()) << c.error().message();
-  EXPECT_EQ(c->auth.token, "");
-  EXPECT_FALSE(c->auth.protect_reads);
-  EXPECT_FALSE(c->auth.protect_remote_write);
+  EXPECT_FALSE(c->auth.enabled());
   EXPECT_EQ(c->releases.max_body_bytes, 1U << 20);
   EXPECT_EQ(c->releases.info_window_ms, 7LL * 24 * 3600 * 1000);
   EXPECT_TRUE(c->publish.empty());
@@ -37,12 +35,15 @@ TEST(ServeConfigTest, ReadsAuthReleasesAndPublish) {
   const fs::path dir = fs::temp_directory_path() / ("gc_serve_config_" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "api.token") << "  tok-123\n";
+  std::ofstream(dir / "api.token.ci") << "ci-77\n";
   std::ofstream(dir / "grafana.token") << "glsa_abc\n";
   const std::string yaml =
       "auth:\n"
       "  token_file: api.token\n"
       "  protect_reads: true\n"
-      "  protect_remote_write: true\n"
+      "  tokens:\n"
+      "    - {name: grafana, scope: read, token: ro-9}\n"
+      "    - {scope: write, token_file: api.token.ci}\n"
       "releases:\n"
       "  max_body: 64KiB\n"
       "  info_window: 2d\n"
@@ -62,9 +63,16 @@ TEST(ServeConfigTest, ReadsAuthReleasesAndPublish) {
   auto c = ParseServeConfig(yaml, (dir / "serve.yaml").string());
   fs::remove_all(dir);
   ASSERT_TRUE(c.has_value()) << c.error().message();
-  EXPECT_EQ(c->auth.token, "tok-123");
-  EXPECT_TRUE(c->auth.protect_reads);
-  EXPECT_TRUE(c->auth.protect_remote_write);
+  ASSERT_EQ(c->auth.tokens.size(), 3U);
+  EXPECT_EQ(c->auth.tokens[0].name, "default");
+  EXPECT_EQ(c->auth.tokens[0].scope, TokenScope::kAdmin);
+  EXPECT_EQ(c->auth.tokens[0].token, "tok-123");
+  EXPECT_EQ(c->auth.tokens[1].name, "grafana");
+  EXPECT_EQ(c->auth.tokens[1].scope, TokenScope::kRead);
+  EXPECT_EQ(c->auth.tokens[1].token, "ro-9");
+  EXPECT_EQ(c->auth.tokens[2].name, "auth.tokens[1]");
+  EXPECT_EQ(c->auth.tokens[2].scope, TokenScope::kWrite);
+  EXPECT_EQ(c->auth.tokens[2].token, "ci-77");
   EXPECT_EQ(c->releases.max_body_bytes, 64U << 10);
   EXPECT_EQ(c->releases.info_window_ms, 2LL * 24 * 3600 * 1000);
   EXPECT_EQ(c->publish.timeout_ms, 2000);
@@ -89,10 +97,26 @@ TEST(ServeConfigTest, ErrorsSayWhere) {
   EXPECT_EQ(ErrorOf("auth:\n  token_file: /nonexistent/token\n"),
             "serve.yaml:2:15: auth.token_file: /nonexistent/token: No such file or directory");
   EXPECT_EQ(ErrorOf("auth:\n  protect_reads: true\n"),
-            "serve.yaml:2:18: auth.protect_reads: needs auth.token or auth.token_file");
+            "serve.yaml:2:18: auth.protect_reads: needs auth.token or auth.tokens");
+  EXPECT_EQ(ErrorOf("auth:\n  token: a\n  protect_remote_write: false\n"),
+            "serve.yaml:3:25: auth.protect_remote_write: cannot be false: with a token configured "
+            "every read and write needs one; give read-only clients a token with scope: read "
+            "(auth.tokens)");
   EXPECT_EQ(ErrorOf("auth:\n  tokn: x\n"),
             "serve.yaml:2:3: auth.tokn: unknown field (expected one of token, token_file, "
-            "protect_reads, protect_remote_write)");
+            "tokens, protect_reads, protect_remote_write)");
+  EXPECT_EQ(ErrorOf("auth:\n  tokens: {scope: read}\n"),
+            "serve.yaml:2:11: auth.tokens: expected a list of tokens");
+  EXPECT_EQ(ErrorOf("auth:\n  tokens:\n    - {token: x}\n"),
+            "serve.yaml:3:7: auth.tokens[0].scope: missing (read, write or admin)");
+  EXPECT_EQ(ErrorOf("auth:\n  tokens:\n    - {scope: root, token: x}\n"),
+            "serve.yaml:3:15: auth.tokens[0].scope: unknown scope 'root' (read, write or admin)");
+  EXPECT_EQ(ErrorOf("auth:\n  tokens:\n    - {scope: read}\n"),
+            "serve.yaml:3:7: auth.tokens[0].token: missing (token or token_file)");
+  EXPECT_EQ(
+      ErrorOf("auth:\n  token: same\n  tokens:\n    - {name: ro, scope: read, token: same}\n"),
+      "serve.yaml:4:38: ro: the same token as default: each token needs its own value (its "
+      "scope decides what it may do)");
   EXPECT_EQ(ErrorOf("releases:\n  max_body: lots\n"),
             "serve.yaml:2:13: releases.max_body: bad size 'lots' (1B to 64MiB)");
   EXPECT_EQ(ErrorOf("releases:\n  info_window: 7 days\n"),
@@ -155,6 +179,55 @@ TEST(ServeConfigTest, NvmlErrorsSayWhere) {
   EXPECT_EQ(ErrorOf("nvml:\n  intervall: 1s\n"),
             "serve.yaml:2:3: nvml.intervall: unknown field (expected one of enabled, library, "
             "interval, hostname, hostname_label, gpm, xid_events, job)");
+}
+
+// storage.max_series and remote_write's window and label limits (issue 22).
+TEST(ServeConfigTest, ReadsTheSeriesLimitAndRemoteWriteLimits) {
+  auto defaults = ParseServeConfig("listen: 127.0.0.1:0\n", "serve.yaml");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message();
+  EXPECT_EQ(defaults->max_series, 2'000'000U);
+  const RemoteWriteLimits& d = defaults->remote_write_limits;
+  EXPECT_EQ(d.creation_grace_period_ms, 10 * 60 * 1000);
+  EXPECT_EQ(d.past_grace_period_ms, defaults->retention_ms);  // 15d
+  EXPECT_EQ(d.label_limit, 64U);
+  EXPECT_EQ(d.label_name_length_limit, 256U);
+  EXPECT_EQ(d.label_value_length_limit, 2048U);
+
+  // The past bound follows storage.retention unless set.
+  auto retention = ParseServeConfig("storage:\n  retention: 2d\n", "serve.yaml");
+  ASSERT_TRUE(retention.has_value()) << retention.error().message();
+  EXPECT_EQ(retention->remote_write_limits.past_grace_period_ms, 2LL * 24 * 3600 * 1000);
+
+  auto c = ParseServeConfig(
+      "storage:\n  retention: 30d\n  max_series: 500000\n"
+      "remote_write:\n  creation_grace_period: 1m\n  past_grace_period: 0\n"
+      "  label_limit: 30\n  label_name_length_limit: 100\n  label_value_length_limit: 0\n",
+      "serve.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->max_series, 500'000U);
+  EXPECT_EQ(c->remote_write_limits.creation_grace_period_ms, 60'000);
+  EXPECT_EQ(c->remote_write_limits.past_grace_period_ms, 0);
+  EXPECT_EQ(c->remote_write_limits.label_limit, 30U);
+  EXPECT_EQ(c->remote_write_limits.label_name_length_limit, 100U);
+  EXPECT_EQ(c->remote_write_limits.label_value_length_limit, 0U);
+
+  EXPECT_EQ(ErrorOf("storage:\n  max_series: 0\n"),
+            "serve.yaml:2:15: storage.max_series: must be in 1..1000000000");
+  EXPECT_EQ(ErrorOf("remote_write:\n  creation_grace_period: 0\n"),
+            "serve.yaml:2:26: remote_write.creation_grace_period: bad duration '0' (e.g. 10m, 1h)");
+  EXPECT_EQ(ErrorOf("remote_write:\n  past_grace_period: 1 day\n"),
+            "serve.yaml:2:22: remote_write.past_grace_period: bad duration '1 day' (e.g. 10m, 1h; "
+            "0: no bound)");
+  EXPECT_EQ(ErrorOf("remote_write:\n  label_limit: -1\n"),
+            "serve.yaml:2:16: remote_write.label_limit: must be in 0..2147483647");
+  // The scrape limits live in global and scrape_configs, as in Prometheus.
+  auto scrape = ParseServeConfig(
+      "global:\n  sample_limit: 1000\nscrape_configs:\n  - job_name: dcgm\n"
+      "    body_size_limit: 1MB\n",
+      "serve.yaml");
+  ASSERT_TRUE(scrape.has_value()) << scrape.error().message();
+  EXPECT_EQ(scrape->scrape.jobs.at(0).limits.sample_limit, 1000U);
+  EXPECT_EQ(scrape->scrape.jobs.at(0).limits.body_size_limit, 1U << 20);
 }
 
 }  // namespace

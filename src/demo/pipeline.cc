@@ -34,7 +34,11 @@ gpucanary::Result<Json> Demo::Call(const std::string& method, const std::string&
   fetch.body = body;
   fetch.timeout_ms = 10000;
   if (!body.empty()) fetch.content_type = "application/json";
-  if (auth) fetch.headers.emplace_back("Authorization", "Bearer " + token_);
+  // Every call to the daemon carries the token: with one configured, reads
+  // need it too (docs/http-api.md#authentication); the simulator gets none.
+  if (auth || url.starts_with(api_ + "/")) {
+    fetch.headers.emplace_back("Authorization", "Bearer " + token_);
+  }
   auto response = net::Fetch(url, fetch);
   if (!response) return Error(response.error());
   Json j = Json::parse(response->body, nullptr, /*allow_exceptions=*/false);

@@ -63,7 +63,8 @@ void Demo::PrintBanner() {
        << kNodes << "), vLLM on each, running " << kStable << "\n"
        << "  simulator  " << control_ << " (control API: GET /state)\n"
        << "  gpucanary  " << api_ << " (dashboard and API; log in "
-       << (dir_ / "daemon.log").string() << ")\n"
+       << (dir_ / "daemon.log").string() << "; the dashboard asks for the token in "
+       << (dir_ / "token").string() << ")\n"
        << "  scenario   " << scenario_.name << ": " << kFaulty << " brings " << scenario_.change
        << "\n"
        << "  files      " << dir_.string()

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -17,7 +19,9 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -75,6 +79,120 @@ bool IsFieldValue(std::string_view s) {
 bool IsManagedHeader(std::string_view name) {
   return EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "transfer-encoding") ||
          EqualsIgnoreCase(name, "connection");
+}
+
+// An error the server answers itself, closing the connection.
+struct Refusal {
+  int status;
+  std::string text;
+};
+
+// The elements of a comma-separated header list (RFC 9110 §5.6.1), without
+// the optional whitespace around them; empty elements are dropped, as a
+// recipient must accept them.
+void SplitList(std::string_view value, std::vector<std::string_view>& out) {
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    std::string_view element = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    while (!element.empty() && (element.front() == ' ' || element.front() == '\t')) {
+      element.remove_prefix(1);
+    }
+    while (!element.empty() && (element.back() == ' ' || element.back() == '\t')) {
+      element.remove_suffix(1);
+    }
+    if (!element.empty()) out.push_back(element);
+  }
+}
+
+// The request's framing, as RFC 9112 requires of a server
+// (https://www.rfc-editor.org/rfc/rfc9112#section-6):
+// §6.1 "A server or client that receives an HTTP/1.0 message containing a
+//   Transfer-Encoding header field MUST treat the message as if the framing
+//   is faulty, even if a Content-Length is present, and close the
+//   connection after processing the message."
+// §6.3 (3) "If a message is received with both a Transfer-Encoding and a
+//   Content-Length header field, [...] Such a message might indicate an
+//   attempt to perform request smuggling [...] and ought to be handled as an
+//   error."
+// §6.3 (4) "If a Transfer-Encoding header field is present in a request and
+//   the chunked transfer coding is not the final encoding, the message body
+//   length cannot be determined reliably; the server MUST respond with the
+//   400 (Bad Request) status code and then close the connection."
+// §6.1 "A sender MUST NOT apply the chunked transfer coding more than once"
+//   and "A server that receives a request message with a transfer coding it
+//   does not understand SHOULD respond with 501 (Not Implemented)."
+// Chunked is the only coding implemented. `parser_chunked`: whether Beast's
+// parser reads the body as chunked; a request both do not agree on is
+// refused, so that the two can never frame it differently.
+std::optional<Refusal> CheckFraming(const http::request<http::string_body>& req,
+                                    bool parser_chunked) {
+  const auto [begin, end] = req.equal_range(http::field::transfer_encoding);
+  if (begin == end) return std::nullopt;
+  if (req.version() < 11) return Refusal{400, "bad request: Transfer-Encoding in HTTP/1.0\n"};
+  if (req.count(http::field::content_length) > 0) {
+    return Refusal{400, "bad request: both Transfer-Encoding and Content-Length\n"};
+  }
+  std::vector<std::string_view> codings;
+  for (auto it = begin; it != end; ++it) SplitList(View(it->value()), codings);
+  if (codings.empty() || !EqualsIgnoreCase(codings.back(), "chunked") || !parser_chunked) {
+    return Refusal{400, "bad request: Transfer-Encoding must end with chunked\n"};
+  }
+  codings.pop_back();
+  for (std::string_view coding : codings) {
+    if (EqualsIgnoreCase(coding, "chunked")) {
+      return Refusal{400, "bad request: chunked applied more than once\n"};
+    }
+  }
+  if (!codings.empty()) {
+    return Refusal{501, "transfer coding not implemented: " + std::string(codings.front()) + "\n"};
+  }
+  return std::nullopt;
+}
+
+// The whole response to a connection refused over a limit: sent at once,
+// before anything is read, so always HTTP/1.1.
+std::string RefusalBytes(int status) {
+  const bool client = status == 429;
+  const std::string body = client ? "too many connections from your address\n"
+                                  : "too many connections; try again later\n";
+  return std::string("HTTP/1.1 ") + (client ? "429 Too Many Requests" : "503 Service Unavailable") +
+         "\r\nRetry-After: 1\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// Writes what fits of RefusalBytes(status) without waiting (the send buffer
+// of a new connection holds it) and closes.
+void Refuse(tcp::socket& socket, int status) {
+  static const std::string k429 = RefusalBytes(429);
+  static const std::string k503 = RefusalBytes(503);
+  const std::string& bytes = status == 429 ? k429 : k503;
+  ErrorCode ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(bytes), ignored);
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  // Closing with unread bytes would send a reset, which can destroy the
+  // answer before the client reads it: discard what has come (a request sent
+  // with the connection), without waiting for more.
+  char discard[4096];
+  for (int i = 0; i < 16; ++i) {
+    ErrorCode ec;
+    if (socket.read_some(asio::buffer(discard), ec) == 0 || ec) break;
+  }
+  socket.close(ignored);
+}
+
+// The client a connection counts against: its IP address, an IPv4 one
+// mapped into IPv6 ("::ffff:10.0.0.1") as IPv4.
+asio::ip::address ClientOf(const tcp::socket& socket) {
+  ErrorCode ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) return {};
+  asio::ip::address a = remote.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  }
+  return a;
 }
 
 std::string HostPort(const std::string& host, std::uint16_t port) {
@@ -153,13 +271,62 @@ http::response<http::string_body> BuildResponse(const HttpRequest& request, Http
 // What sessions share with the server that owns them, which outlives them.
 struct ServerCore {
   explicit ServerCore(const HttpServer::Options& o) : options(o) {}
+
+  enum class Admission { kAdmitted, kClientFull, kServerFull };
+  // Counts a new connection from `client` against the limits, unless one is
+  // reached. Every kAdmitted is matched by one Release.
+  Admission Admit(const asio::ip::address& client) {
+    MutexLock lock(limits_mu);
+    const std::size_t per_client = options.max_connections_per_client;
+    if (per_client > 0) {
+      auto it = per_client_open.find(client);
+      if (it != per_client_open.end() && it->second >= per_client) return Admission::kClientFull;
+    }
+    if (options.max_connections > 0 && limited_open >= options.max_connections) {
+      return Admission::kServerFull;
+    }
+    if (per_client > 0) ++per_client_open[client];
+    ++limited_open;
+    return Admission::kAdmitted;
+  }
+  void Release(const asio::ip::address& client) {
+    MutexLock lock(limits_mu);
+    --limited_open;
+    if (options.max_connections_per_client == 0) return;
+    auto it = per_client_open.find(client);
+    if (it != per_client_open.end() && --it->second == 0) per_client_open.erase(it);
+  }
+
   const HttpServer::Options options;
+  // Where handlers run when Options::handler_threads > 0; else null (on the
+  // io threads). Set before the first connection, never changed.
+  asio::io_context* handler_ioc = nullptr;
   std::atomic<bool> stopping{false};
   std::atomic<std::uint64_t> accepted{0};
+  std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> open{0};
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> handler_exceptions{0};
+
+  Mutex limits_mu;
+  std::size_t limited_open GUARDED_BY(limits_mu) = 0;
+  // Only the clients with a connection open: a client's entry goes with its
+  // last connection, so the map holds at most limited_open entries.
+  std::unordered_map<asio::ip::address, std::size_t> per_client_open GUARDED_BY(limits_mu);
 };
+
+// Runs `fn` (a handler), which fills `response`; an exception becomes a 500
+// in `response`. Returns whether it threw.
+template <typename Fn>
+bool CallGuarded(HttpResponse& response, Fn&& fn) {
+  try {
+    fn();
+    return false;
+  } catch (...) {  // any exception: the server must outlive a broken handler
+    response = InternalError();
+    return true;
+  }
+}
 
 // One connection: read a request, call the handler, write the response, and
 // again while keep-alive holds. Lives as long as an operation is pending on
@@ -167,14 +334,19 @@ struct ServerCore {
 // needs no lock even with several io threads.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  // `handler` belongs to the listener, which is destroyed only after the io
-  // threads have stopped, so it is never called after it is gone.
-  Session(ServerCore& core, const Handler& handler, tcp::socket&& socket)
-      : core_(core), handler_(handler), stream_(std::move(socket)) {
+  // `handler` and `fast` belong to the listener, which is destroyed only
+  // after the io and handler threads have stopped, so they are never called
+  // after they are gone. REQUIRES: `client` admitted by core.Admit.
+  Session(ServerCore& core, const Handler& handler, const FastHandler& fast, tcp::socket&& socket,
+          const asio::ip::address& client)
+      : core_(core), handler_(handler), fast_(fast), stream_(std::move(socket)), client_(client) {
     core_.accepted.fetch_add(1, std::memory_order_relaxed);
     core_.open.fetch_add(1, std::memory_order_relaxed);
   }
-  ~Session() { core_.open.fetch_sub(1, std::memory_order_relaxed); }
+  ~Session() {
+    core_.open.fetch_sub(1, std::memory_order_relaxed);
+    core_.Release(client_);
+  }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -218,6 +390,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // the interim response before sending the body (curl does, for 1 s).
   void OnHeader() {
     const auto& req = parser_->get();
+    if (auto refusal = CheckFraming(req, parser_->chunked())) {
+      return SendError(refusal->status, std::move(refusal->text));
+    }
     if (!parser_->is_done() && req.version() >= 11 &&
         EqualsIgnoreCase(View(req[http::field::expect]), "100-continue")) {
       asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
@@ -248,23 +423,51 @@ class Session : public std::enable_shared_from_this<Session> {
     SendError(400, "bad request\n");
   }
 
+  // The fast handler first, on this (io) thread; then the handler, here or
+  // on a handler thread. The reading of this connection waits meanwhile
+  // (requests on one connection are answered in order).
   void Respond() {
     const bool keep_alive = parser_->get().keep_alive();
-    const HttpRequest request = ToHttpRequest(parser_->release());
+    HttpRequest request = ToHttpRequest(parser_->release());
     parser_.reset();
-    HttpResponse response;
-    bool threw = false;
-    try {
-      handler_(request, response);
-    } catch (...) {  // any exception: the server must outlive a broken handler
-      threw = true;
-      response = InternalError();
+    if (fast_) {
+      HttpResponse response;
+      bool answered = false;
+      const bool threw = CallGuarded(response, [&] { answered = fast_(request, response); });
+      if (answered || threw) {
+        return Write(Answer(request, std::move(response), keep_alive, threw));
+      }
     }
+    if (core_.handler_ioc == nullptr) return Write(Handle(request, keep_alive));
+    asio::post(
+        *core_.handler_ioc, [self = shared_from_this(), request = std::move(request), keep_alive] {
+          // Built here, gzip included, so that a large answer costs the handler
+          // thread, not the io thread.
+          auto res = self->Handle(request, keep_alive);
+          asio::post(self->stream_.get_executor(),
+                     [self, res = std::move(res)]() mutable { self->Write(std::move(res)); });
+        });
+  }
+
+  // Calls the handler; thread-safe (touches nothing of the session's state).
+  http::response<http::string_body> Handle(const HttpRequest& request, bool keep_alive) const {
+    HttpResponse response;
+    const bool threw = CallGuarded(response, [&] { handler_(request, response); });
+    return Answer(request, std::move(response), keep_alive, threw);
+  }
+
+  // The wire response for what a handler answered, counted; thread-safe.
+  http::response<http::string_body> Answer(const HttpRequest& request, HttpResponse&& response,
+                                           bool keep_alive, bool threw) const {
     core_.requests.fetch_add(1, std::memory_order_relaxed);
     if (threw) core_.handler_exceptions.fetch_add(1, std::memory_order_relaxed);
-    res_ =
-        BuildResponse(request, std::move(response),
-                      keep_alive && !core_.stopping.load(std::memory_order_relaxed), core_.options);
+    return BuildResponse(request, std::move(response),
+                         keep_alive && !core_.stopping.load(std::memory_order_relaxed),
+                         core_.options);
+  }
+
+  void Write(http::response<http::string_body>&& res) {
+    res_ = std::move(res);
     stream_.expires_after(Seconds(core_.options.write_timeout_s));
     http::async_write(stream_, res_, [self = shared_from_this()](ErrorCode ec, std::size_t) {
       if (ec) return self->Close();
@@ -316,7 +519,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   ServerCore& core_;
   const Handler& handler_;
+  const FastHandler& fast_;
   beast::tcp_stream stream_;
+  const asio::ip::address client_;  // what it counts against in core_'s limits
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;  // alive until written
@@ -327,25 +532,34 @@ class Session : public std::enable_shared_from_this<Session> {
 class HttpServer::Impl {
  public:
   explicit Impl(const Options& options)
-      : core_(options), ioc_(std::make_unique<asio::io_context>(options.threads)) {}
+      : core_(options), ioc_(std::make_unique<asio::io_context>(options.threads)) {
+    if (options.handler_threads > 0) {
+      handler_ioc_ = std::make_unique<asio::io_context>(options.handler_threads);
+      core_.handler_ioc = handler_ioc_.get();
+    }
+  }
   ~Impl() { Stop(); }
 
-  Result<std::uint16_t> Listen(const std::string& host, std::uint16_t port, Handler handler);
+  Result<std::uint16_t> Listen(const std::string& host, std::uint16_t port, Handler handler,
+                               FastHandler fast);
   Status Start();
   void Stop();
   Stats stats() const;
 
  private:
   struct Listener {
-    Listener(asio::io_context& ioc, Handler h) : acceptor(ioc), retry(ioc), handler(std::move(h)) {}
+    Listener(asio::io_context& ioc, Handler h, FastHandler f)
+        : acceptor(ioc), retry(ioc), handler(std::move(h)), fast(std::move(f)) {}
     tcp::acceptor acceptor;
     asio::steady_timer retry;
-    const Handler handler;  // shared by the listener's sessions, which it outlives
+    // Shared by the listener's sessions, which it outlives.
+    const Handler handler;
+    const FastHandler fast;
   };
 
   Status Validate() const;
   void Accept(Listener* listener);
-  void RunIoThread();
+  void RunIoThread(asio::io_context& ioc);
 
   bool stopping() const { return core_.stopping.load(std::memory_order_relaxed); }
 
@@ -360,6 +574,10 @@ class HttpServer::Impl {
   // Destroyed in Stop, after the listeners: destroying it destroys the
   // handlers of pending operations, and with them the sessions and sockets.
   std::unique_ptr<asio::io_context> ioc_;
+  // The handler threads' queue (Options::handler_threads > 0), destroyed in
+  // Stop before ioc_: what is still queued holds sessions, whose sockets
+  // belong to ioc_.
+  std::unique_ptr<asio::io_context> handler_ioc_;
   std::vector<std::unique_ptr<Listener>> listeners_ GUARDED_BY(mu_);
   std::vector<std::thread> threads_ GUARDED_BY(mu_);
   std::vector<pthread_t> thread_handles_ GUARDED_BY(mu_);  // for their CPU clocks
@@ -369,6 +587,9 @@ Status HttpServer::Impl::Validate() const {
   const Options& o = core_.options;
   if (o.threads < 1 || o.threads > 256) {
     return Error(StatusCode::kInvalidArgument, "HttpServer: threads must be 1..256");
+  }
+  if (o.handler_threads < 0 || o.handler_threads > 256) {
+    return Error(StatusCode::kInvalidArgument, "HttpServer: handler_threads must be 0..256");
   }
   if (o.idle_timeout_s < 1 || o.read_timeout_s < 1 || o.write_timeout_s < 1) {
     return Error(StatusCode::kInvalidArgument, "HttpServer: timeouts must be at least 1 s");
@@ -380,7 +601,7 @@ Status HttpServer::Impl::Validate() const {
 }
 
 Result<std::uint16_t> HttpServer::Impl::Listen(const std::string& host, std::uint16_t port,
-                                               Handler handler) {
+                                               Handler handler, FastHandler fast) {
   const std::string where = "listen " + HostPort(host, port);
   MutexLock lock(mu_);
   if (stopped_) return Error(StatusCode::kUnavailable, where + ": server stopped");
@@ -397,7 +618,7 @@ Result<std::uint16_t> HttpServer::Impl::Listen(const std::string& host, std::uin
     }
     endpoint = results.begin()->endpoint();
   }
-  auto listener = std::make_unique<Listener>(*ioc_, std::move(handler));
+  auto listener = std::make_unique<Listener>(*ioc_, std::move(handler), std::move(fast));
   tcp::acceptor& acceptor = listener->acceptor;
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -424,9 +645,25 @@ void HttpServer::Impl::Accept(Listener* listener) {
           });
           return;
         }
-        ErrorCode ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<Session>(core_, listener->handler, std::move(socket))->Run();
+        const asio::ip::address client = ClientOf(socket);
+        switch (core_.Admit(client)) {
+          case ServerCore::Admission::kAdmitted: {
+            ErrorCode ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+            std::make_shared<Session>(core_, listener->handler, listener->fast, std::move(socket),
+                                      client)
+                ->Run();
+            break;
+          }
+          case ServerCore::Admission::kClientFull:
+            core_.refused.fetch_add(1, std::memory_order_relaxed);
+            Refuse(socket, 429);
+            break;
+          case ServerCore::Admission::kServerFull:
+            core_.refused.fetch_add(1, std::memory_order_relaxed);
+            Refuse(socket, 503);
+            break;
+        }
         Accept(listener);
       });
 }
@@ -438,18 +675,22 @@ Status HttpServer::Impl::Start() {
   GC_RETURN_IF_ERROR(Validate());
   started_ = true;
   for (int i = 0; i < core_.options.threads; ++i) {
-    threads_.emplace_back([this] { RunIoThread(); });
+    threads_.emplace_back([this] { RunIoThread(*ioc_); });
+    thread_handles_.push_back(threads_.back().native_handle());
+  }
+  for (int i = 0; i < core_.options.handler_threads; ++i) {
+    threads_.emplace_back([this] { RunIoThread(*handler_ioc_); });
     thread_handles_.push_back(threads_.back().native_handle());
   }
   return Status::Ok();
 }
 
-void HttpServer::Impl::RunIoThread() {
+void HttpServer::Impl::RunIoThread(asio::io_context& ioc) {
   // Keeps run() from returning while there is nothing to do (no listener yet).
-  auto work = asio::make_work_guard(*ioc_);
+  auto work = asio::make_work_guard(ioc);
   while (true) {
     try {
-      ioc_->run();
+      ioc.run();
       break;
     } catch (const std::exception&) {
       // Only allocation failures can get here (handlers' exceptions are
@@ -468,9 +709,14 @@ void HttpServer::Impl::Stop() {
     GC_CHECK(t.get_id() != std::this_thread::get_id(), "HttpServer::Stop called from a handler");
   }
   ioc_->stop();
+  if (handler_ioc_) handler_ioc_->stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   thread_handles_.clear();
+  // Handlers that finished posted their responses to ioc_, which is stopped:
+  // destroying it drops them, with their sessions.
+  handler_ioc_.reset();
+  core_.handler_ioc = nullptr;
   listeners_.clear();
   ioc_.reset();
 }
@@ -478,6 +724,7 @@ void HttpServer::Impl::Stop() {
 HttpServer::Stats HttpServer::Impl::stats() const {
   Stats s;
   s.connections_accepted = core_.accepted.load(std::memory_order_relaxed);
+  s.connections_refused = core_.refused.load(std::memory_order_relaxed);
   s.open_connections = core_.open.load(std::memory_order_relaxed);
   s.requests = core_.requests.load(std::memory_order_relaxed);
   s.handler_exceptions = core_.handler_exceptions.load(std::memory_order_relaxed);
@@ -496,8 +743,8 @@ HttpServer::HttpServer(Options options) : impl_(std::make_unique<Impl>(options))
 HttpServer::~HttpServer() = default;
 
 Result<std::uint16_t> HttpServer::Listen(const std::string& host, std::uint16_t port,
-                                         Handler handler) {
-  return impl_->Listen(host, port, std::move(handler));
+                                         Handler handler, FastHandler fast) {
+  return impl_->Listen(host, port, std::move(handler), std::move(fast));
 }
 Status HttpServer::Start() { return impl_->Start(); }
 void HttpServer::Stop() { impl_->Stop(); }

@@ -51,7 +51,7 @@ TEST(HttpServerTest, IdleKeepAliveConnectionIsClosed) {
 }
 
 TEST(HttpServerTest, StopWithOpenIdleConnectionReturnsAndClosesIt) {
-  TestServer t(Echo);  // idle timeout 120 s: only Stop can close it in time
+  TestServer t(Echo);  // idle timeout 30 s: only Stop can close it in time
   RawClient c(t.port);
   c.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   ASSERT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 200 OK\r\n"));

@@ -280,6 +280,65 @@ TEST(HttpServerTest, MalformedRequestsGet400AndClose) {
   EXPECT_EQ(t.server.stats().requests, 0U);
 }
 
+// RFC 9112 §6.1 and §6.3: chunked is the only transfer coding the server
+// knows, and it must come last; a request framed any other way cannot be
+// read reliably (request smuggling), so it is refused and the connection
+// closed, before the handler sees it.
+TEST(HttpServerTest, TransferEncodingOtherThanAFinalChunkedIsRefused) {
+  std::atomic<int> calls{0};
+  TestServer t([&](const HttpRequest& req, HttpResponse& res) {
+    ++calls;
+    res.body = "got " + req.body;
+  });
+  struct Case {
+    std::string head;  // after the request line
+    std::string status_line;
+  };
+  const std::string body = "5\r\nhello\r\n0\r\n\r\n";
+  const Case cases[] = {
+      // chunked not final (or absent): the length cannot be determined, 400
+      {"Transfer-Encoding: xchunked\r\n", "400 Bad Request"},
+      {"Transfer-Encoding: chunked, identity\r\n", "400 Bad Request"},
+      {"Transfer-Encoding: gzip\r\n", "400 Bad Request"},
+      {"Transfer-Encoding: identity\r\n", "400 Bad Request"},
+      {"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", "400 Bad Request"},
+      {"Transfer-Encoding: chunked, chunked\r\n", "400 Bad Request"},
+      {"Transfer-Encoding:\r\n", "400 Bad Request"},
+      {"Transfer-Encoding: chunked;ext=1\r\n", "400 Bad Request"},
+      // both framings: 400, whichever comes first
+      {"Transfer-Encoding: gzip\r\nContent-Length: 16\r\n", "400 Bad Request"},
+      {"Content-Length: 16\r\nTransfer-Encoding: chunked\r\n", "400 Bad Request"},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 16\r\n", "400 Bad Request"},
+      // a final chunked, but a coding before it that the server cannot undo: 501
+      {"Transfer-Encoding: gzip, chunked\r\n", "501 Not Implemented"},
+      {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", "501 Not Implemented"},
+  };
+  for (const Case& c : cases) {
+    RawClient client(t.port);
+    client.Send("POST / HTTP/1.1\r\nHost: x\r\n" + c.head + "\r\n" + body);
+    const std::string r = client.ReadResponse();
+    EXPECT_THAT(r, StartsWith("HTTP/1.1 " + c.status_line + "\r\n")) << c.head;
+    EXPECT_THAT(r, HasSubstr("Connection: close\r\n")) << c.head;
+    EXPECT_TRUE(client.WaitClosed()) << c.head;
+  }
+  // HTTP/1.0 has no transfer codings (§6.1): the framing is faulty.
+  RawClient old(t.port);
+  old.Send("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n" + body);
+  EXPECT_THAT(old.ReadResponse(), StartsWith("HTTP/1.0 400 Bad Request\r\n"));
+  EXPECT_TRUE(old.WaitClosed());
+  EXPECT_EQ(calls.load(), 0);
+
+  // chunked, in any case, alone or repeated in empty list elements, is read.
+  for (const char* te : {"chunked", "Chunked", " chunked ", ", chunked"}) {
+    RawClient client(t.port);
+    client.Send(std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ") + te + "\r\n\r\n" +
+                body);
+    const std::string r = client.ReadResponse();
+    EXPECT_THAT(r, StartsWith("HTTP/1.1 200 OK\r\n")) << te;
+    EXPECT_EQ(Body(r), "got hello") << te;
+  }
+}
+
 TEST(HttpServerTest, HugeHeaderGets431) {
   TestServer t(Echo);
   RawClient c(t.port);

@@ -25,10 +25,19 @@ namespace gpucanary::net::test {
 // fails the test instead of hanging it.
 class RawClient {
  public:
-  explicit RawClient(std::uint16_t port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+  // `source`: the local IPv4 address to connect from ("127.0.0.2": Linux
+  // routes all of 127/8 to the loopback, so a test can be a second client).
+  explicit RawClient(std::uint16_t port, const char* source = nullptr)
+      : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
     timeval tv{};
     tv.tv_sec = 5;
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (source != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source, &local.sin_addr);
+      if (bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) return;
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);

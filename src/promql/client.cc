@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "core/base64.h"
 #include "net/http_client.h"
 
 namespace gpucanary::promql {
@@ -83,8 +84,9 @@ class Api {
     if (!options.bearer_token.empty()) {
       fetch_.headers.emplace_back("Authorization", "Bearer " + options.bearer_token);
     } else if (!options.basic_auth_user.empty()) {
-      fetch_.headers.emplace_back("Authorization", "Basic " + Base64(options.basic_auth_user + ":" +
-                                                                     options.basic_auth_password));
+      fetch_.headers.emplace_back(
+          "Authorization",
+          "Basic " + Base64Encode(options.basic_auth_user + ":" + options.basic_auth_password));
     }
   }
 
@@ -158,34 +160,6 @@ std::string FormatApiTime(std::int64_t t_ms) {
                     static_cast<unsigned long long>(abs_ms / 1000),   // NOLINT(google-runtime-int)
                     static_cast<unsigned long long>(abs_ms % 1000));  // NOLINT(google-runtime-int)
   return std::string(buf.data(), static_cast<std::size_t>(std::max(n, 0)));
-}
-
-std::string Base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const std::uint32_t v =
-        (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16) |
-        (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8) |
-        static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 2]));
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  const std::size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    std::uint32_t v = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
-    if (rest == 2) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
 }
 
 Result<QueryResult> QueryInstant(std::string_view base_url, std::string_view query,

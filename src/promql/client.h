@@ -99,7 +99,4 @@ using net::UrlEncode;  // net/url.h
 // -1500 -> "-1.500".
 std::string FormatApiTime(std::int64_t t_ms);
 
-// RFC 4648 base64, for basic auth.
-std::string Base64(std::string_view bytes);
-
 }  // namespace gpucanary::promql

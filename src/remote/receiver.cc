@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -71,6 +72,20 @@ std::string SampleWhere(std::size_t series, std::size_t sample) {
   return "timeseries[" + std::to_string(series) + "].samples[" + std::to_string(sample) + "]: ";
 }
 
+// The store marks "no sample yet" with the earliest int64 timestamp
+// (store/head.h kNoTime), so it holds none at that time.
+constexpr std::int64_t kEarliestStorable = std::numeric_limits<std::int64_t>::min() + 1;
+
+// a - b for a >= b, exact even where the signed difference would overflow.
+std::uint64_t Distance(std::int64_t a, std::int64_t b) {
+  return static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b);
+}
+
+const Clock& SystemClock() {
+  static const RealClock clock;
+  return clock;
+}
+
 }  // namespace
 
 // One request's trip into the store: the Appender, what was kept and what was
@@ -78,7 +93,16 @@ std::string SampleWhere(std::size_t series, std::size_t sample) {
 class Receiver::Batch {
  public:
   Batch(Receiver& receiver, const WriteRequest& request)
-      : receiver_(receiver), request_(request), problems_(receiver.options_.max_listed_errors) {}
+      : receiver_(receiver), request_(request), problems_(receiver.options_.max_listed_errors) {
+    const ReceiverOptions& o = receiver.options_;
+    now_ = receiver.clock_.NowMs();
+    latest_ = now_ > std::numeric_limits<std::int64_t>::max() - o.creation_grace_period_ms
+                  ? std::numeric_limits<std::int64_t>::max()
+                  : now_ + o.creation_grace_period_ms;
+    earliest_ = o.past_grace_period_ms > 0 && now_ >= kEarliestStorable + o.past_grace_period_ms
+                    ? now_ - o.past_grace_period_ms
+                    : kEarliestStorable;
+  }
 
   net::HttpResponse Run() {
     for (std::size_t i = 0; i < request_.timeseries.size(); ++i) {
@@ -94,6 +118,12 @@ class Receiver::Batch {
     const TimeSeries& series = request_.timeseries[index];
     if (Status st = CheckSeriesLabels(series.labels, index); !st.ok()) {
       Reject(WriteError::kInvalidLabels, 1, series.samples.size(), st.message());
+      return Status::Ok();
+    }
+    WriteError over = WriteError::kLabelLimit;
+    if (Status st = CheckLabelLimits(series.labels, index, receiver_.options_.label_limits, &over);
+        !st.ok()) {
+      Reject(over, 1, series.samples.size(), st.message());
       return Status::Ok();
     }
     if (series.samples.empty()) {
@@ -122,12 +152,14 @@ class Receiver::Batch {
 
   // Samples of one series must come in time order (spec 1.0); one that does
   // not is refused alone, and an exact repeat of the last one appended is
-  // dropped silently, as the store drops one.
+  // dropped silently, as the store drops one. A sample outside the time
+  // window is refused alone too.
   Status AppendSamples(std::size_t index, store::SeriesRef ref) {
     const std::vector<Sample>& samples = request_.timeseries[index].samples;
     const Sample* last = nullptr;
     for (std::size_t j = 0; j < samples.size(); ++j) {
       const Sample& s = samples[j];
+      if (!InWindow(index, j, s.timestamp_ms)) continue;
       if (last != nullptr && s.timestamp_ms <= last->timestamp_ms) {
         if (s.timestamp_ms == last->timestamp_ms &&
             std::bit_cast<std::uint64_t>(s.value) == std::bit_cast<std::uint64_t>(last->value)) {
@@ -146,6 +178,33 @@ class Receiver::Batch {
       ++pending_;
     }
     return Status::Ok();
+  }
+
+  // Whether timeseries[index].samples[j], at `t`, is inside the accepted
+  // window; refuses it when not.
+  bool InWindow(std::size_t index, std::size_t j, std::int64_t t) {
+    const ReceiverOptions& o = receiver_.options_;
+    if (t > latest_) {
+      Reject(WriteError::kSampleTooFarInFuture, 1, 1,
+             SampleWhere(index, j) + "sample too far in the future: timestamp " +
+                 std::to_string(t) + " is " + std::to_string(Distance(t, now_)) +
+                 " ms after now (" + std::to_string(now_) + "), creation_grace_period " +
+                 std::to_string(o.creation_grace_period_ms) + " ms");
+      return false;
+    }
+    if (t < earliest_) {
+      std::string why = SampleWhere(index, j) + "sample too far in the past: timestamp " +
+                        std::to_string(t) + " is ";
+      if (earliest_ == kEarliestStorable) {
+        why += "before the earliest the store holds (" + std::to_string(kEarliestStorable) + ")";
+      } else {
+        why += std::to_string(Distance(now_, t)) + " ms before now (" + std::to_string(now_) +
+               "), past_grace_period " + std::to_string(o.past_grace_period_ms) + " ms";
+      }
+      Reject(WriteError::kSampleTooFarInPast, 1, 1, std::move(why));
+      return false;
+    }
+    return true;
   }
 
   void Reject(WriteError reason, std::uint64_t count, std::size_t samples, std::string message) {
@@ -213,10 +272,20 @@ class Receiver::Batch {
   std::size_t pending_ = 0;      // samples appended, not yet committed
   std::size_t rejected_ = 0;     // samples refused
   std::size_t series_kept_ = 0;  // series whose labels passed
+  // The accepted window: [earliest_, latest_] around the clock's now_ (ms).
+  std::int64_t now_ = 0;
+  std::int64_t earliest_ = kEarliestStorable;
+  std::int64_t latest_ = 0;
 };
 
+Receiver::Receiver(store::Appendable& appendable, const Clock& clock, ReceiverOptions options)
+    : appendable_(appendable), clock_(clock), options_(options) {
+  GC_CHECK(options_.creation_grace_period_ms >= 0 && options_.past_grace_period_ms >= 0,
+           "ReceiverOptions: grace periods must not be negative");
+}
+
 Receiver::Receiver(store::Appendable& appendable, ReceiverOptions options)
-    : appendable_(appendable), options_(options) {}
+    : Receiver(appendable, SystemClock(), options) {}
 
 net::HttpResponse Receiver::Handle(const net::HttpRequest& request) {
   ++requests_;

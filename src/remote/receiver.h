@@ -6,8 +6,9 @@
 // retryable errors and 4xx for permanent ones"):
 //
 //   204  every series and sample was accepted (empty body);
-//   400  bad data (snappy, protobuf, labels, sample order, duplicates, the
-//        series limit): a text body whose first line names the first problem
+//   400  bad data (snappy, protobuf, labels, label limits, sample order,
+//        duplicates, timestamps outside the accepted window, the series
+//        limit): a text body whose first line names the first problem
 //        ("timeseries[3].labels[1] 'gpu': duplicate name") and the totals,
 //        the next lines more problems. Never worth a retry;
 //   405  not a POST;
@@ -18,11 +19,17 @@
 //
 // Partial writes: the 1.0 spec lets a receiver keep the valid part of a batch
 // that it answers 400 ("may still ingest the valid part"). This one does: a
-// series with bad labels is skipped, a sample out of order within its series
-// is skipped, and everything else of the request is committed in one store
-// batch; the 400 then says how much was kept. (Prometheus 2.42's own
-// receiver rolls the whole batch back instead.) The sender does not retry a
-// 400 either way, so keeping the valid part loses less.
+// series with bad labels or over a label limit is skipped, a sample out of
+// order within its series or outside the time window is skipped, and
+// everything else of the request is committed in one store batch; the 400
+// then says how much was kept. (Prometheus 2.42's own receiver rolls the
+// whole batch back instead.) The sender does not retry a 400 either way, so
+// keeping the valid part loses less.
+//
+// The time window: a sample may be at most creation_grace_period ahead of
+// the receiver's clock and past_grace_period behind it. Without the upper
+// bound one sample a year ahead on a series' labels would make every later
+// sample of that series (its scrapes too) out of order for a year.
 //
 // Stale markers (NaN with bits 0x7ff0000000000002) and every other value are
 // appended bit-exact. Exemplars, native histograms and metadata are outside
@@ -34,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/clock.h"
 #include "net/http_message.h"
 #include "net/http_server.h"
 #include "remote/write_request.h"
@@ -48,6 +56,18 @@ struct ReceiverOptions {
   DecodeLimits limits;
   // Problems listed in a 400 body after the first line (each one line).
   std::size_t max_listed_errors = 10;
+  // The accepted timestamp window, in ms against the receiver's clock (the
+  // names are Grafana Mimir's limits): a sample after now +
+  // creation_grace_period_ms is refused as kSampleTooFarInFuture, one before
+  // now - past_grace_period_ms as kSampleTooFarInPast. past_grace_period_ms
+  // 0: no lower bound but the earliest int64 timestamp, which the store
+  // reserves (it marks "no sample yet"). REQUIRES: both >= 0.
+  std::int64_t creation_grace_period_ms = 10LL * 60 * 1000;
+  std::int64_t past_grace_period_ms = 0;
+  // Per series: one over a limit is refused whole (its samples counted as
+  // rejected). The defaults are the scraper's (docs/scraping.md, "Limits").
+  LabelLimits label_limits{
+      .label_limit = 64, .label_name_length_limit = 256, .label_value_length_limit = 2048};
 };
 
 // Counters since the receiver was made: a consistent-enough snapshot for
@@ -64,18 +84,24 @@ struct ReceiverStats {
   std::uint64_t metadata_dropped = 0;
   // Per WriteError (index static_cast<size_t>(reason)). Request-level reasons
   // (unsupported_media_type, body_too_large, bad_snappy, bad_protobuf,
-  // store_unavailable, internal) count requests; invalid_labels and
-  // series_limit count series; out_of_order_sample and duplicate_sample count
-  // samples.
+  // store_unavailable, internal) count requests; invalid_labels,
+  // series_limit, label_limit, label_name_length_limit and
+  // label_value_length_limit count series; out_of_order_sample,
+  // duplicate_sample, sample_too_far_in_future and sample_too_far_in_past
+  // count samples.
   std::array<std::uint64_t, kWriteErrorCount> errors{};
 
   std::uint64_t error(WriteError reason) const { return errors[static_cast<std::size_t>(reason)]; }
 };
 
 // Thread-safe: Handle may run on several server threads at once, each
-// request with its own Appender. `appendable` must outlive the receiver.
+// request with its own Appender. `appendable` and `clock` must outlive the
+// receiver.
 class Receiver {
  public:
+  // The time window is judged against `clock`.
+  Receiver(store::Appendable& appendable, const Clock& clock, ReceiverOptions options = {});
+  // The same against the system's wall clock.
   explicit Receiver(store::Appendable& appendable, ReceiverOptions options = {});
   Receiver(const Receiver&) = delete;
   Receiver& operator=(const Receiver&) = delete;
@@ -95,6 +121,7 @@ class Receiver {
   void Count(WriteError reason, std::uint64_t n = 1);
 
   store::Appendable& appendable_;
+  const Clock& clock_;
   const ReceiverOptions options_;
 
   std::atomic<std::uint64_t> requests_{0};

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -118,6 +119,16 @@ std::string_view WriteErrorName(WriteError error) {
       return "store_unavailable";
     case WriteError::kInternal:
       return "internal";
+    case WriteError::kSampleTooFarInFuture:
+      return "sample_too_far_in_future";
+    case WriteError::kSampleTooFarInPast:
+      return "sample_too_far_in_past";
+    case WriteError::kLabelLimit:
+      return "label_limit";
+    case WriteError::kLabelNameLengthLimit:
+      return "label_name_length_limit";
+    case WriteError::kLabelValueLengthLimit:
+      return "label_value_length_limit";
   }
   return "internal";
 }
@@ -216,6 +227,27 @@ Status CheckSeriesLabels(const model::Labels& labels, std::size_t index) {
                   "timeseries[" + std::to_string(index) + "]: no __name__ label");
   }
   return Status::Ok();
+}
+
+Status CheckLabelLimits(const model::Labels& labels, std::size_t index, const LabelLimits& limits,
+                        WriteError* reason) {
+  const std::optional<model::LabelLimitProblem> problem = model::CheckLabelLimits(labels, limits);
+  if (!problem) return Status::Ok();
+  if (reason != nullptr) {
+    switch (problem->limit) {
+      case model::LabelLimit::kCount:
+        *reason = WriteError::kLabelLimit;
+        break;
+      case model::LabelLimit::kNameLength:
+        *reason = WriteError::kLabelNameLengthLimit;
+        break;
+      case model::LabelLimit::kValueLength:
+        *reason = WriteError::kLabelValueLengthLimit;
+        break;
+    }
+  }
+  return Status(StatusCode::kInvalidArgument,
+                "timeseries[" + std::to_string(index) + "]: " + problem->message);
 }
 
 std::string EncodeWriteRequest(const WriteRequest& request) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/label_limits.h"
 #include "model/labels.h"
 
 namespace gpucanary::remote {
@@ -29,23 +30,34 @@ namespace gpucanary::remote {
 // Why a write was refused, in whole or in part: the receiver's counters are
 // kept per reason (see Receiver), and the decoder reports one.
 enum class WriteError : std::uint8_t {
-  kUnsupportedMediaType,  // 415: Content-Type or Content-Encoding not remote_write 1.0
-  kBodyTooLarge,          // 413: compressed or decompressed size over the limit
-  kBadSnappy,             // 400: not a snappy block
-  kBadProtobuf,           // 400: not a WriteRequest
-  kInvalidLabels,         // 400: a series' labels break the 1.0 rules
-  kOutOfOrderSample,      // 400: a sample not after its series' previous one
-  kDuplicateSample,       // 400: same timestamp as the stored sample, other value
-  kSeriesLimit,           // 400: the store holds as many series as it may
-  kStoreUnavailable,      // 503: the store could not write (retry helps)
-  kInternal,              // 500: a bug or a store failure of unknown kind
+  kUnsupportedMediaType,   // 415: Content-Type or Content-Encoding not remote_write 1.0
+  kBodyTooLarge,           // 413: compressed or decompressed size over the limit
+  kBadSnappy,              // 400: not a snappy block
+  kBadProtobuf,            // 400: not a WriteRequest
+  kInvalidLabels,          // 400: a series' labels break the 1.0 rules
+  kOutOfOrderSample,       // 400: a sample not after its series' previous one
+  kDuplicateSample,        // 400: same timestamp as the stored sample, other value
+  kSeriesLimit,            // 400: the store holds as many series as it may
+  kStoreUnavailable,       // 503: the store could not write (retry helps)
+  kInternal,               // 500: a bug or a store failure of unknown kind
+  kSampleTooFarInFuture,   // 400: after now + creation_grace_period
+  kSampleTooFarInPast,     // 400: before now - past_grace_period (or the earliest int64)
+  kLabelLimit,             // 400: a series with more labels than label_limit
+  kLabelNameLengthLimit,   // 400: a label name longer than label_name_length_limit
+  kLabelValueLengthLimit,  // 400: a label value longer than label_value_length_limit
 };
-inline constexpr std::size_t kWriteErrorCount = 10;
+inline constexpr std::size_t kWriteErrorCount = 15;
 
 // "unsupported_media_type", "body_too_large", "bad_snappy", "bad_protobuf",
 // "invalid_labels", "out_of_order_sample", "duplicate_sample", "series_limit",
-// "store_unavailable", "internal": label values for /metrics.
+// "store_unavailable", "internal", "sample_too_far_in_future",
+// "sample_too_far_in_past", "label_limit", "label_name_length_limit",
+// "label_value_length_limit": label values for /metrics.
 std::string_view WriteErrorName(WriteError error);
+
+// What one series' labels may hold: Prometheus's scrape limits of the same
+// names, applied to remote_write series (model/label_limits.h).
+using LabelLimits = model::LabelLimits;
 
 struct Sample {
   std::int64_t timestamp_ms = 0;  // milliseconds since the Unix epoch
@@ -106,6 +118,14 @@ Result<WriteRequest> DecodeWriteRequest(std::string_view body, std::string_view 
 // Errors: kInvalidArgument, "timeseries[3].labels[1] 'gpu': duplicate name"
 // (the first problem found; "timeseries[3]: no __name__ label").
 Status CheckSeriesLabels(const model::Labels& labels, std::size_t index);
+
+// Checks the labels of timeseries[`index`] against `limits`, in the words of
+// Prometheus's scrape errors (scrape.go verifyLabelLimits). Errors:
+// kInvalidArgument, e.g. "timeseries[2]: label_limit exceeded (metric: up,
+// number of labels: 31, limit: 30)"; *reason (when not null) says which
+// limit (kLabelLimit, kLabelNameLengthLimit or kLabelValueLengthLimit).
+Status CheckLabelLimits(const model::Labels& labels, std::size_t index, const LabelLimits& limits,
+                        WriteError* reason = nullptr);
 
 // snappy_block(protobuf(WriteRequest)), as a remote_write 1.0 sender posts it
 // (with "Content-Encoding: snappy" and "Content-Type: application/x-protobuf").

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "config/yaml_fields.h"
 #include "model/names.h"
@@ -25,7 +27,14 @@ using config::ReadString;
 using config::Reporter;
 
 constexpr std::string_view kTopKeys[] = {"global", "scrape_configs"};
-constexpr std::string_view kGlobalKeys[] = {"scrape_interval", "scrape_timeout", "fast_interval"};
+constexpr std::string_view kGlobalKeys[] = {"scrape_interval",
+                                            "scrape_timeout",
+                                            "fast_interval",
+                                            "sample_limit",
+                                            "label_limit",
+                                            "label_name_length_limit",
+                                            "label_value_length_limit",
+                                            "body_size_limit"};
 constexpr std::string_view kJobKeys[] = {"job_name",
                                          "scrape_interval",
                                          "scrape_timeout",
@@ -38,7 +47,12 @@ constexpr std::string_view kJobKeys[] = {"job_name",
                                          "prometheus_sd_configs",
                                          "params",
                                          "relabel_configs",
-                                         "metric_relabel_configs"};
+                                         "metric_relabel_configs",
+                                         "sample_limit",
+                                         "label_limit",
+                                         "label_name_length_limit",
+                                         "label_value_length_limit",
+                                         "body_size_limit"};
 constexpr std::string_view kStaticKeys[] = {"targets", "labels"};
 constexpr std::string_view kFileSdKeys[] = {"files", "refresh_interval"};
 constexpr std::string_view kPrometheusSdKeys[] = {"url", "job", "refresh_interval"};
@@ -74,6 +88,7 @@ class Parser {
     GC_RETURN_IF_ERROR(ReadPositive(*f, "scrape_interval", "global", &g->scrape_interval_ms));
     GC_RETURN_IF_ERROR(ReadPositive(*f, "scrape_timeout", "global", &g->scrape_timeout_ms));
     GC_RETURN_IF_ERROR(ReadPositive(*f, "fast_interval", "global", &g->fast_interval_ms));
+    GC_RETURN_IF_ERROR(ReadLimits(*f, "global", &g->limits));
     if (g->scrape_timeout_ms > g->scrape_interval_ms) {
       const YAML::Node* at = f->Find("scrape_timeout");
       return r_
@@ -127,6 +142,33 @@ class Parser {
     return Status::Ok();
   }
 
+  // Reads the limits `f` sets into *out (the others stay as they are).
+  Status ReadLimits(const Fields& f, std::string_view parent, ScrapeLimits* out) {
+    for (const auto& [key, count] :
+         {std::pair{"sample_limit", &out->sample_limit},
+          std::pair{"label_limit", &out->label_limit},
+          std::pair{"label_name_length_limit", &out->label_name_length_limit},
+          std::pair{"label_value_length_limit", &out->label_value_length_limit}}) {
+      const YAML::Node* n = f.Find(key);
+      if (n == nullptr) continue;
+      Result<std::int64_t> v = config::ReadInt(r_, *n, Child(parent, key), 0, INT32_MAX);
+      if (!v) return v.error();
+      *count = static_cast<std::size_t>(*v);
+    }
+    if (const YAML::Node* n = f.Find("body_size_limit")) {
+      const std::string field = Child(parent, "body_size_limit");
+      if (!n->IsScalar() || !ParsePrometheusSize(n->Scalar(), &out->body_size_limit)) {
+        return r_
+            .Fail(*n, field,
+                  "bad size '" + (n->IsScalar() ? n->Scalar() : std::string()) +
+                      "' (a number and a unit, e.g. 10MB or 512KiB; B KB MB GB TB, powers of "
+                      "1024 as in Prometheus)")
+            .value();
+      }
+    }
+    return Status::Ok();
+  }
+
   Status ParseJob(const YAML::Node& node, const std::string& field, const GlobalConfig& g,
                   JobConfig* job) {
     Result<Fields> f = Fields::Read(r_, node, field, kJobKeys);
@@ -147,6 +189,8 @@ class Parser {
                 "greater than scrape_interval (" + FormatMs(job->scrape_interval_ms) + ")")
           .value();
     }
+    job->limits = g.limits;
+    GC_RETURN_IF_ERROR(ReadLimits(*f, field, &job->limits));
     if (const YAML::Node* p = f->Find("metrics_path")) {
       Result<std::string> path = ReadString(r_, *p, Child(field, "metrics_path"));
       if (!path) return path.error();
@@ -393,6 +437,34 @@ std::string FormatPrometheusDuration(std::int64_t ms) {
     }
   }
   return out;
+}
+
+bool ParsePrometheusSize(std::string_view text, std::uint64_t* bytes) {
+  if (text == "0") {
+    *bytes = 0;
+    return true;
+  }
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 19) return false;
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < digits; ++i) n = n * 10 + static_cast<std::uint64_t>(text[i] - '0');
+  // Prometheus parses sizes with units.ParseBase2Bytes: "MB" and "MiB" alike
+  // are 1024 * 1024 bytes.
+  struct Unit {
+    std::string_view name;
+    int shift;
+  };
+  static constexpr Unit kUnits[] = {{"B", 0},    {"KB", 10},  {"MB", 20},  {"GB", 30}, {"TB", 40},
+                                    {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+  const std::string_view unit = text.substr(digits);
+  for (const Unit& u : kUnits) {
+    if (unit != u.name) continue;
+    if (n > (UINT64_MAX >> u.shift)) return false;
+    *bytes = n << u.shift;
+    return true;
+  }
+  return false;
 }
 
 Result<std::string> NormalizeAddress(std::string_view address) {

@@ -20,6 +20,8 @@
 //       params: {format: [prometheus]}   # the scrape URL's query
 //       relabel_configs: [...]           # on targets (scrape/target.h MakeTarget)
 //       metric_relabel_configs: [...]    # on scraped samples (scrape/ingester.h)
+//       sample_limit: 20000              # and label_limit, label_name_length_limit,
+//       body_size_limit: 8MiB            # label_value_length_limit; global sets defaults
 //
 // prometheus_sd_configs is our extension: targets read from an existing
 // Prometheus's /api/v1/targets. The relabel lists are Prometheus's
@@ -27,6 +29,7 @@
 // tls_config, basic_auth, ... are not supported and are reported, not
 // ignored). Every error is a kParseError "FILE:LINE:COL: field.path: what".
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -80,6 +83,33 @@ struct PrometheusSdConfig {
   }
 };
 
+// Prometheus's per-scrape limits (scrape_config sample_limit, label_limit,
+// label_name_length_limit, label_value_length_limit, body_size_limit), with
+// Prometheus's semantics: a scrape over any of them fails whole (up 0, the
+// target down with the reason). sample_limit counts the samples left after
+// metric relabeling; the label limits apply to each new series after
+// relabeling, __name__ and target labels included (lengths in bytes);
+// body_size_limit to the body as decompressed. 0: no limit.
+struct ScrapeLimits {
+  std::size_t sample_limit = 0;
+  std::size_t label_limit = 0;
+  std::size_t label_name_length_limit = 0;
+  std::size_t label_value_length_limit = 0;
+  std::uint64_t body_size_limit = 0;  // bytes
+
+  friend bool operator==(const ScrapeLimits&, const ScrapeLimits&) = default;
+};
+
+// Ours when neither the job nor `global` sets one (Prometheus has none):
+// room for 25 dcgm-exporters of 8 GPUs × 100 fields in one scrape (a node's
+// real one has 250-800 samples, 60-200 kB), while a target that suddenly
+// exposes hundreds of thousands of series fails instead of filling memory.
+inline constexpr ScrapeLimits kDefaultScrapeLimits{.sample_limit = 20'000,
+                                                   .label_limit = 64,
+                                                   .label_name_length_limit = 256,
+                                                   .label_value_length_limit = 2048,
+                                                   .body_size_limit = std::uint64_t{8} << 20};
+
 struct JobConfig {
   std::string job_name;
   std::int64_t scrape_interval_ms = 15'000;  // the parser fills in the global ones
@@ -95,6 +125,7 @@ struct JobConfig {
   std::map<std::string, std::vector<std::string>> params;
   std::vector<model::RelabelRule> relabel_configs;         // on targets
   std::vector<model::RelabelRule> metric_relabel_configs;  // on scraped samples
+  ScrapeLimits limits = kDefaultScrapeLimits;              // the parser fills in global's
 
   friend bool operator==(const JobConfig&, const JobConfig&) = default;
 };
@@ -103,6 +134,7 @@ struct GlobalConfig {
   std::int64_t scrape_interval_ms = 15'000;
   std::int64_t scrape_timeout_ms = 10'000;
   std::int64_t fast_interval_ms = 1000;
+  ScrapeLimits limits = kDefaultScrapeLimits;  // each job's, unless it sets its own
 };
 
 struct ScrapeConfig {
@@ -131,6 +163,12 @@ bool ParsePrometheusDuration(std::string_view text, std::int64_t* ms);
 // The inverse, as Prometheus's model.Duration.String: "15s", "1m30s",
 // "500ms", "0s"; years and weeks only when they divide the duration.
 std::string FormatPrometheusDuration(std::int64_t ms);
+
+// Prometheus's <size> (units.ParseBase2Bytes): a whole number and a unit,
+// B, KB, MB, GB, TB (powers of 1024, as Prometheus reads them) or KiB, MiB,
+// GiB, TiB; "0" alone. False for anything else ("10", "1.5MB", "10mb") or
+// an overflow.
+bool ParsePrometheusSize(std::string_view text, std::uint64_t* bytes);
 
 // A target address as Prometheus takes it: "host:port", "[v6]:port", or a
 // bare host, which gets ":80" as Prometheus adds for http. No scheme, path,

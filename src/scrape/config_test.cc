@@ -115,6 +115,72 @@ TEST(ScrapeConfigTest, DefaultsFollowPrometheus) {
   EXPECT_TRUE(empty->jobs.empty());
 }
 
+// Prometheus's scrape limits: global values are the jobs' defaults, a job
+// may set its own, 0 is no limit. Ours has defaults sized for dcgm-exporter.
+TEST(ScrapeConfigTest, LimitsComeFromTheJobTheGlobalSectionOrOurDefaults) {
+  Result<ScrapeConfig> defaults = ParseScrapeConfig("scrape_configs:\n  - job_name: a\n", "s.yaml");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message();
+  for (const ScrapeLimits& l : {defaults->global.limits, defaults->jobs[0].limits}) {
+    EXPECT_EQ(l.sample_limit, 20'000U);
+    EXPECT_EQ(l.label_limit, 64U);
+    EXPECT_EQ(l.label_name_length_limit, 256U);
+    EXPECT_EQ(l.label_value_length_limit, 2048U);
+    EXPECT_EQ(l.body_size_limit, 8U << 20);
+  }
+  EXPECT_EQ(JobConfig{}.limits, kDefaultScrapeLimits);
+  EXPECT_EQ(GlobalConfig{}.limits, kDefaultScrapeLimits);
+
+  Result<ScrapeConfig> c = ParseScrapeConfig(R"(global:
+  sample_limit: 5000
+  label_limit: 40
+  body_size_limit: 2MB
+scrape_configs:
+  - job_name: dcgm
+  - job_name: node
+    sample_limit: 0
+    label_limit: 30
+    label_name_length_limit: 100
+    label_value_length_limit: 500
+    body_size_limit: 512KiB
+  - job_name: open
+    body_size_limit: 0
+)",
+                                             "s.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->global.limits.sample_limit, 5000U);
+  EXPECT_EQ(c->global.limits.label_limit, 40U);
+  EXPECT_EQ(c->global.limits.body_size_limit, 2U << 20);  // Prometheus: MB is 1024 * 1024
+  EXPECT_EQ(c->jobs[0].limits, c->global.limits);
+  const ScrapeLimits& node = c->jobs[1].limits;
+  EXPECT_EQ(node.sample_limit, 0U);
+  EXPECT_EQ(node.label_limit, 30U);
+  EXPECT_EQ(node.label_name_length_limit, 100U);
+  EXPECT_EQ(node.label_value_length_limit, 500U);
+  EXPECT_EQ(node.body_size_limit, 512U << 10);
+  EXPECT_EQ(c->jobs[2].limits.body_size_limit, 0U);
+  EXPECT_EQ(c->jobs[2].limits.sample_limit, 5000U);
+}
+
+TEST(PrometheusSizeTest, ReadsUnitsAsPrometheusDoes) {
+  std::uint64_t bytes = 1;
+  EXPECT_TRUE(ParsePrometheusSize("0", &bytes));
+  EXPECT_EQ(bytes, 0U);
+  EXPECT_TRUE(ParsePrometheusSize("100B", &bytes));
+  EXPECT_EQ(bytes, 100U);
+  EXPECT_TRUE(ParsePrometheusSize("15MB", &bytes));
+  EXPECT_EQ(bytes, 15U << 20);
+  EXPECT_TRUE(ParsePrometheusSize("15MiB", &bytes));
+  EXPECT_EQ(bytes, 15U << 20);
+  EXPECT_TRUE(ParsePrometheusSize("1GB", &bytes));
+  EXPECT_EQ(bytes, 1U << 30);
+  EXPECT_TRUE(ParsePrometheusSize("2KB", &bytes));
+  EXPECT_EQ(bytes, 2048U);
+  for (const char* bad :
+       {"", "10", "1.5MB", "MB", "10 MB", "-1MB", "10mb", "99999999999999999999B"}) {
+    EXPECT_FALSE(ParsePrometheusSize(bad, &bytes)) << bad;
+  }
+}
+
 TEST(ScrapeConfigTest, RelativeFileSdPathsAreRelativeToTheConfigFile) {
   Result<ScrapeConfig> c = ParseScrapeConfig(
       "scrape_configs:\n  - job_name: a\n    file_sd_configs: [{files: ['t/a.yml']}]\n",
@@ -164,7 +230,16 @@ INSTANTIATE_TEST_SUITE_P(
                 "s.yaml:3:5: scrape_configs[0].tls_config: unknown field (expected one of "
                 "job_name, scrape_interval, scrape_timeout, metrics_path, honor_labels, "
                 "honor_timestamps, scheme, static_configs, file_sd_configs, "
-                "prometheus_sd_configs, params, relabel_configs, metric_relabel_configs)"},
+                "prometheus_sd_configs, params, relabel_configs, metric_relabel_configs, "
+                "sample_limit, label_limit, label_name_length_limit, label_value_length_limit, "
+                "body_size_limit)"},
+        BadCase{"global:\n  sample_limit: -1\n",
+                "s.yaml:2:17: global.sample_limit: must be in 0..2147483647"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    label_limit: many\n",
+                "s.yaml:3:18: scrape_configs[0].label_limit: expected an integer"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    body_size_limit: 10\n",
+                "s.yaml:3:22: scrape_configs[0].body_size_limit: bad size '10' (a number and a "
+                "unit, e.g. 10MB or 512KiB; B KB MB GB TB, powers of 1024 as in Prometheus)"},
         BadCase{"scrape_configs:\n  - job_name: a\n    relabel_configs:\n"
                 "      - {action: keep, regexp: x}\n",
                 "s.yaml:4:24: scrape_configs[0].relabel_configs[0].regexp: unknown field "

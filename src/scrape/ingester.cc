@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <utility>
 
 #include "expfmt/parser.h"
+#include "model/label_limits.h"
 #include "net/http_message.h"
 
 namespace gpucanary::scrape {
@@ -36,6 +38,20 @@ bool HasLabel(const model::Labels& labels, std::string_view name) {
 }
 
 }  // namespace
+
+std::string_view LimitExceededName(LimitExceeded limit) {
+  switch (limit) {
+    case LimitExceeded::kSampleLimit:
+      return "sample_limit";
+    case LimitExceeded::kLabelLimits:
+      return "label_limits";
+    case LimitExceeded::kBodySizeLimit:
+      return "body_size_limit";
+    case LimitExceeded::kNone:
+      break;
+  }
+  return "none";
+}
 
 expfmt::Format FormatForContentType(std::string_view content_type) {
   constexpr std::string_view kOpenMetrics = "application/openmetrics-text";
@@ -88,6 +104,15 @@ void Ingester::BuildLabels(const expfmt::SampleView& s) {
   model::SortLabels(scratch_);
 }
 
+// Prometheus scrape.go verifyLabelLimits, with its messages.
+Status Ingester::CheckLabelLimits() const {
+  const ScrapeLimits& limits = options_.limits;
+  const std::optional<model::LabelLimitProblem> problem = model::CheckLabelLimits(
+      scratch_, model::LabelLimits{limits.label_limit, limits.label_name_length_limit,
+                                   limits.label_value_length_limit});
+  return problem ? Status(StatusCode::kOutOfRange, problem->message) : Status::Ok();
+}
+
 Result<store::SeriesRef> Ingester::SeriesFor(const expfmt::SampleView& s, bool* dropped) {
   BuildLabels(s);
   *dropped = false;
@@ -97,11 +122,16 @@ Result<store::SeriesRef> Ingester::SeriesFor(const expfmt::SampleView& s, bool* 
       return store::SeriesRef{0};
     }
     if (Status st = model::ValidateLabels(scratch_); !st.ok()) {
-      relabel_error_ = Status(StatusCode::kInvalidArgument,
-                              "invalid metric name or label names after metric_relabel_configs: " +
-                                  st.message() + " in " + model::LabelsToString(scratch_));
-      return Error(relabel_error_);
+      series_error_ = Status(StatusCode::kInvalidArgument,
+                             "invalid metric name or label names after metric_relabel_configs: " +
+                                 st.message() + " in " + model::LabelsToString(scratch_));
+      return Error(series_error_);
     }
+  }
+  if (Status st = CheckLabelLimits(); !st.ok()) {
+    series_error_ = std::move(st);
+    series_limit_ = LimitExceeded::kLabelLimits;
+    return Error(series_error_);
   }
   return appender().Series(scratch_);
 }
@@ -120,7 +150,7 @@ Ingester::Entry* Ingester::Lookup(const expfmt::SampleView& s, std::string_view 
   const bool collision = slot != 0;
   bool dropped = false;
   Result<store::SeriesRef> r = SeriesFor(s, &dropped);
-  if (!relabel_error_.ok()) {
+  if (!series_error_.ok()) {
     *ok = false;
     return nullptr;
   }
@@ -159,6 +189,8 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
   ScrapeOutcome out;
   ++iteration_;
   current_.clear();
+  const std::size_t sample_limit = options_.limits.sample_limit;
+  std::size_t to_append = 0;  // samples past relabeling and the duplicate check
   expfmt::Parser parser(body, format);
   for (bool done = false; !done;) {
     switch (parser.Next()) {
@@ -168,13 +200,14 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
         store::SeriesRef ref = 0;
         bool ok = true;
         Entry* e = Lookup(s, RawSeries(s), out, &ref, &ok);
-        if (!relabel_error_.ok()) {
-          Status why = std::move(relabel_error_);
-          relabel_error_ = Status::Ok();
-          return Fail(std::move(why), t_ms, duration_s, /*exposition=*/false);
+        if (!series_error_.ok()) {
+          Status why = std::move(series_error_);
+          const LimitExceeded limit = series_limit_;
+          series_error_ = Status::Ok();
+          series_limit_ = LimitExceeded::kNone;
+          return Fail(std::move(why), t_ms, duration_s, /*exposition=*/false, limit);
         }
         if (!ok) break;
-        const bool own_time = options_.honor_timestamps && s.has_timestamp();
         if (e != nullptr) {
           if (e->dropped) {
             e->last_seen = iteration_;
@@ -187,7 +220,22 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
           }
           e->last_seen = iteration_;
           ref = e->ref;
-          if (!own_time) current_.push_back(static_cast<std::uint32_t>(e - entries_.data()));
+        }
+        // Prometheus's limitAppender counts what reaches the store, after
+        // metric relabeling; one over the limit fails the whole scrape.
+        if (sample_limit > 0 && ++to_append > sample_limit) {
+          return Fail(Status(StatusCode::kOutOfRange,
+                             "sample limit exceeded: more than " + std::to_string(sample_limit) +
+                                 " samples after metric relabeling (sample_limit)"),
+                      t_ms, duration_s, /*exposition=*/false, LimitExceeded::kSampleLimit);
+        }
+        const bool own_time = options_.honor_timestamps && s.has_timestamp();
+        if (own_time && s.timestamp_ms > t_ms + kMaxAheadMs) {
+          ++out.out_of_bounds;
+          break;
+        }
+        if (e != nullptr && !own_time) {
+          current_.push_back(static_cast<std::uint32_t>(e - entries_.data()));
         }
         AppendOne(ref, own_time ? s.timestamp_ms : t_ms, s.value, out);
         break;
@@ -212,7 +260,8 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
   out.up = true;
   // Prometheus counts the samples appended after metric relabeling: not the
   // dropped ones, nor a duplicate, nor one the store refused.
-  const std::size_t not_added = out.relabel_dropped + out.duplicates + out.rejected;
+  const std::size_t not_added =
+      out.relabel_dropped + out.duplicates + out.rejected + out.out_of_bounds;
   out.post_relabel = out.samples > not_added ? out.samples - not_added : 0;
   MarkPreviousStale(t_ms, out);
   std::swap(previous_, current_);
@@ -226,13 +275,15 @@ ScrapeOutcome Ingester::Fail(Status why, std::int64_t t_ms, double duration_s) {
   return Fail(std::move(why), t_ms, duration_s, /*exposition=*/false);
 }
 
-ScrapeOutcome Ingester::Fail(Status why, std::int64_t t_ms, double duration_s, bool exposition) {
+ScrapeOutcome Ingester::Fail(Status why, std::int64_t t_ms, double duration_s, bool exposition,
+                             LimitExceeded exceeded) {
   // What this scrape appended so far is dropped: a failed scrape is all or nothing.
   if (appender_ != nullptr) appender_->Rollback();
   batch_size_ = 0;
   ScrapeOutcome out;
   out.error = std::move(why);
   out.exposition_error = exposition;
+  out.exceeded = exceeded;
   ++iteration_;  // so the next scrape counts nothing as seen before
   MarkPreviousStale(t_ms, out);
   previous_.clear();
@@ -293,6 +344,11 @@ void Ingester::Commit(ScrapeOutcome& out) {
   if (!r) {
     out.rejected += batch_size_;
     if (out.store_error.ok()) out.store_error = r.error();
+    // Nothing of the batch was kept (a full disk, an I/O error): the scrape
+    // failed, as Prometheus reports an append error (up 0, the error on the
+    // target), rather than a target up whose samples are gone.
+    out.up = false;
+    if (out.error.ok()) out.error = Status(r.error().code(), "store: " + r.error().message());
   } else {
     out.rejected += r->out_of_order + r->duplicates;
     if (!r->first_error.ok() && out.store_error.ok()) out.store_error = r->first_error;

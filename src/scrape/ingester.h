@@ -18,6 +18,13 @@
 // honoured are not tracked (as in Prometheus). Missing data is never written
 // as a number.
 //
+// Limits (Prometheus's, scrape/config.h ScrapeLimits): more samples than
+// sample_limit after metric relabeling, or a new series over a label limit,
+// fail the scrape like a malformed body (nothing of it kept, the previous
+// series marked stale, up 0). As Prometheus does, a sample whose honoured
+// timestamp is more than 10 minutes after the scrape is dropped and counted
+// (out of bounds); the rest of the scrape is kept.
+//
 // Thread-compatible: one thread at a time (the scrape of one target).
 
 #include <array>
@@ -33,6 +40,7 @@
 #include "expfmt/types.h"
 #include "model/labels.h"
 #include "model/relabel.h"
+#include "scrape/config.h"
 #include "store/appender.h"
 
 namespace gpucanary::scrape {
@@ -46,7 +54,18 @@ struct IngestOptions {
   // series left without a valid __name__ or with an invalid label name fails
   // the scrape (Prometheus's "invalid metric name or label names").
   std::vector<model::RelabelRule> metric_relabel = {};
+  // sample_limit and the label limits (body_size_limit is the scraper's).
+  ScrapeLimits limits = {};
 };
+
+// Prometheus drops a sample whose own timestamp is more than this after the
+// scrape's (scrape.go maxAheadTime, storage.ErrOutOfBounds).
+inline constexpr std::int64_t kMaxAheadMs = 10LL * 60 * 1000;
+
+// Which limit failed a scrape.
+enum class LimitExceeded : std::uint8_t { kNone, kSampleLimit, kLabelLimits, kBodySizeLimit };
+// "none", "sample_limit", "label_limits", "body_size_limit".
+std::string_view LimitExceededName(LimitExceeded limit);
 
 // What one scrape did: the values of the synthetic series and the counts the
 // scraper keeps per target.
@@ -61,9 +80,11 @@ struct ScrapeOutcome {
   std::size_t duplicates = 0;       // a series twice in one exposition: the first kept
   std::size_t relabel_dropped = 0;  // samples metric_relabel_configs dropped
   std::size_t rejected = 0;         // samples the store refused (Series, Append or Commit)
+  std::size_t out_of_bounds = 0;    // honoured timestamps over kMaxAheadMs ahead: dropped
   Status error;                     // why up is 0 (a fetch error or an exposition error)
   bool exposition_error = false;
-  Status store_error;  // the first sample the store refused, if any
+  LimitExceeded exceeded = LimitExceeded::kNone;  // the limit that failed the scrape
+  Status store_error;                             // the first sample the store refused, if any
 };
 
 // The format to parse a response with, from its Content-Type, as Prometheus
@@ -104,7 +125,8 @@ class Ingester {
     bool dropped = false;         // metric relabeling drops it: no ref
   };
 
-  ScrapeOutcome Fail(Status why, std::int64_t t_ms, double duration_s, bool exposition);
+  ScrapeOutcome Fail(Status why, std::int64_t t_ms, double duration_s, bool exposition,
+                     LimitExceeded exceeded = LimitExceeded::kNone);
   store::Appender& appender();
   // The cached entry for a sample line, or null when it cannot be cached (the
   // store refused the series, or a hash collision: then *ref is set directly).
@@ -113,6 +135,8 @@ class Ingester {
   // The series of a sample line: 0 with ok when relabeling drops it.
   Result<store::SeriesRef> SeriesFor(const expfmt::SampleView& s, bool* dropped);
   void BuildLabels(const expfmt::SampleView& s);
+  // scratch_ against the label limits, in Prometheus's words.
+  Status CheckLabelLimits() const;
   void AppendOne(store::SeriesRef ref, std::int64_t t_ms, double v, ScrapeOutcome& out);
   void MarkPreviousStale(std::int64_t t_ms, ScrapeOutcome& out);
   void AppendReport(std::int64_t t_ms, double duration_s, const ScrapeOutcome& o,
@@ -131,7 +155,10 @@ class Ingester {
   std::vector<std::uint32_t> previous_;  // entries tracked in the last successful scrape
   std::vector<std::uint32_t> current_;
   model::Labels scratch_;  // labels of a cache miss, reused
-  Status relabel_error_;   // set by SeriesFor: metric relabeling left invalid labels
+  // Set by SeriesFor when a new series fails the scrape: metric relabeling
+  // left invalid labels, or the labels are over a limit (series_limit_).
+  Status series_error_;
+  LimitExceeded series_limit_ = LimitExceeded::kNone;
   // The synthetic series: up, scrape_duration_seconds, scrape_samples_scraped,
   // scrape_samples_post_metric_relabeling, scrape_series_added; valid when
   // report_ready_.

@@ -1,12 +1,15 @@
 #include "scrape/ingester.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "scrape/relabel_config.h"
 #include "scrape/test_appendable.h"
+#include "store/store.h"
 
 namespace gpucanary::scrape {
 namespace {
@@ -209,6 +212,115 @@ TEST_F(IngesterTest, ADuplicateSeriesKeepsTheFirstValue) {
   EXPECT_EQ(o.duplicates, 1U);
   EXPECT_EQ(Samples(Series("a")).size(), 1U);
   EXPECT_EQ(Samples(Series("a"))[0].value, 1);
+}
+
+// Prometheus's sample_limit: more samples than the limit after metric
+// relabeling fail the whole scrape (nothing of it kept, the previous
+// series marked stale, up 0).
+TEST_F(IngesterTest, MoreSamplesThanTheSampleLimitFailTheScrape) {
+  Result<std::vector<model::RelabelRule>> drop_b =
+      ParseRelabelConfigs("[{source_labels: [__name__], regex: b, action: drop}]", "m.yaml");
+  ASSERT_TRUE(drop_b.has_value());
+  IngestOptions options{.metric_relabel = *drop_b};
+  options.limits.sample_limit = 3;
+  Ingester in = Make(options);
+  // 4 samples scraped, 3 after relabeling: within the limit.
+  const ScrapeOutcome ok =
+      in.Ingest("a 1\nb 2\nc 3\nd 4\n", expfmt::Format::kPrometheusText, kT0, 0);
+  ASSERT_TRUE(ok.up) << ok.error.message();
+  EXPECT_EQ(ok.exceeded, LimitExceeded::kNone);
+
+  const ScrapeOutcome o =
+      in.Ingest("a 1\nb 2\nc 3\nd 4\ne 5\n", expfmt::Format::kPrometheusText, kT0 + 1000, 0);
+  EXPECT_FALSE(o.up);
+  EXPECT_EQ(o.exceeded, LimitExceeded::kSampleLimit);
+  EXPECT_FALSE(o.exposition_error);
+  EXPECT_EQ(o.error.message(),
+            "sample limit exceeded: more than 3 samples after metric relabeling (sample_limit)");
+  EXPECT_EQ(Samples(Series("e")).size(), 0U);
+  ASSERT_EQ(Samples(Series("a")).size(), 2U);
+  EXPECT_TRUE(store::IsStaleNaN(Samples(Series("a"))[1].value));
+  EXPECT_EQ(Samples(Series("up")).back().value, 0);
+  EXPECT_EQ(LimitExceededName(LimitExceeded::kSampleLimit), "sample_limit");
+}
+
+// label_limit, label_name_length_limit, label_value_length_limit: checked on
+// each new series after relabeling, target labels and __name__ included; one
+// over a limit fails the scrape, with Prometheus's message.
+TEST_F(IngesterTest, ASeriesOverALabelLimitFailsTheScrape) {
+  struct Case {
+    ScrapeLimits limits;
+    std::string body;
+    std::string error;
+  };
+  const Case cases[] = {
+      {{.label_limit = 4},
+       "m{a=\"1\"} 1\nm{a=\"1\",b=\"2\"} 1\n",
+       "label_limit exceeded (metric: m, number of labels: 5, limit: 4)"},
+      {{.label_name_length_limit = 8},
+       "m{gpu=\"1\"} 1\nm{long_name=\"1\"} 1\n",
+       "label_name_length_limit exceeded (metric: m, label name: long_name, length: 9, "
+       "limit: 8)"},
+      {{.label_value_length_limit = 10},
+       "m{gpu=\"0123456789\"} 1\nm{gpu=\"0123456789x\"} 1\n",
+       "label_value_length_limit exceeded (metric: m, label name: gpu, value: \"0123456789x\", "
+       "length: 11, limit: 10)"},
+  };
+  for (const Case& c : cases) {
+    CapturingAppendable store;
+    IngestOptions options;
+    options.limits = c.limits;
+    Ingester in(store, {{"instance", "h:9400"}, {"job", "dcgm"}}, options);
+    const ScrapeOutcome o = in.Ingest(c.body, expfmt::Format::kPrometheusText, kT0, 0);
+    EXPECT_FALSE(o.up) << c.error;
+    EXPECT_EQ(o.exceeded, LimitExceeded::kLabelLimits) << c.error;
+    EXPECT_EQ(o.error.message(), c.error);
+    EXPECT_EQ(store.Samples(R"(up{instance="h:9400",job="dcgm"})").back().value, 0);
+    std::size_t with_samples = 0;
+    for (const auto& [series, samples] : store.All()) with_samples += samples.empty() ? 0U : 1U;
+    EXPECT_EQ(with_samples, 5U) << c.error;  // only the synthetic series
+  }
+}
+
+// Prometheus drops an honoured timestamp more than 10 minutes ahead of the
+// scrape (storage.ErrOutOfBounds) and counts it; the rest of the scrape stays.
+TEST_F(IngesterTest, AnHonouredTimestampFarInTheFutureIsOutOfBounds) {
+  Ingester in = Make();
+  const std::int64_t ahead = kT0 + 10 * 60 * 1000;
+  const ScrapeOutcome o =
+      in.Ingest("a 1 " + std::to_string(ahead) + "\nb 2 " + std::to_string(ahead + 1) + "\nc 3\n",
+                expfmt::Format::kPrometheusText, kT0, 0);
+  EXPECT_TRUE(o.up);
+  EXPECT_EQ(o.out_of_bounds, 1U);
+  EXPECT_EQ(o.post_relabel, 2U);
+  EXPECT_EQ(Samples(Series("a")).size(), 1U);
+  EXPECT_TRUE(Samples(Series("b")).empty());
+  EXPECT_EQ(Samples(Series("c")).size(), 1U);
+}
+
+// The store's series limit: new series beyond it are refused and counted,
+// the scrape goes on with the others.
+TEST(IngesterStoreTest, SeriesBeyondTheStoresLimitAreCountedAndTheScrapeGoesOn) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("gc_ingester_series_limit_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  store::StoreOptions options;
+  options.max_series = 7;  // 5 synthetic series and 2 scraped ones
+  options.sync_interval_ms = 0;
+  {
+    auto store = store::Store::Open(dir, options);
+    ASSERT_TRUE(store.has_value()) << store.error().ToString();
+    Ingester in(**store, {{"job", "j"}}, {});
+    ASSERT_TRUE(in.Ingest("a 1\n", expfmt::Format::kPrometheusText, kT0, 0).up);
+    const ScrapeOutcome o =
+        in.Ingest("a 1\nb 2\nc 3\nd 4\n", expfmt::Format::kPrometheusText, kT0 + 1000, 0);
+    EXPECT_TRUE(o.up);
+    EXPECT_EQ(o.rejected, 2U);
+    EXPECT_EQ(o.post_relabel, 2U);
+    EXPECT_EQ(o.store_error.message(), "series limit reached (7)");
+    EXPECT_EQ((*store)->stats().head_series, 7U);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(IngesterTest, OpenMetricsNeedsEof) {

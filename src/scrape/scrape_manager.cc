@@ -81,16 +81,46 @@ std::string MetricRelabelFingerprint(const JobConfig& j) {
 // What besides the target's identity decides how it is scraped: a change
 // makes it a new target (Prometheus restarts a job's loops on such changes).
 std::string JobFingerprint(const JobConfig& j) {
+  const ScrapeLimits& l = j.limits;
   return std::to_string(j.scrape_interval_ms) + "/" + std::to_string(j.scrape_timeout_ms) + "/" +
-         (j.honor_labels ? "L" : "l") + (j.honor_timestamps ? "T" : "t") +
+         (j.honor_labels ? "L" : "l") + (j.honor_timestamps ? "T" : "t") + "/" +
+         std::to_string(l.sample_limit) + "/" + std::to_string(l.label_limit) + "/" +
+         std::to_string(l.label_name_length_limit) + "/" +
+         std::to_string(l.label_value_length_limit) + "/" + std::to_string(l.body_size_limit) +
          MetricRelabelFingerprint(j);
+}
+
+// The most body bytes a target's scrape takes (decoded): its job's
+// body_size_limit within the scraper's own limit.
+std::size_t BodyLimit(const JobConfig& job, std::size_t scraper_limit) {
+  const std::uint64_t job_limit = job.limits.body_size_limit;
+  return job_limit > 0 && job_limit < scraper_limit ? static_cast<std::size_t>(job_limit)
+                                                    : scraper_limit;
+}
+
+// Prometheus: "body size limit exceeded" fails the scrape.
+ScrapeOutcome BodyTooLarge(TargetRun& run, std::int64_t slot, double duration_s,
+                           std::size_t limit) {
+  const bool job_limit = run.job.limits.body_size_limit == limit;
+  ScrapeOutcome o = run.ingester->Fail(
+      Status(StatusCode::kOutOfRange,
+             "GET " + run.target.url + ": body size limit exceeded: more than " +
+                 std::to_string(limit) + " bytes" + (job_limit ? " (body_size_limit)" : "")),
+      slot, duration_s);
+  o.exceeded = LimitExceeded::kBodySizeLimit;
+  return o;
 }
 
 // Decodes and ingests one fetch (any thread: the target's ingest is ours
 // while it is in flight).
 ScrapeOutcome IngestFetch(TargetRun& run, std::int64_t slot, net::FetchResult& r,
-                          std::size_t body_limit) {
+                          std::size_t scraper_limit) {
   Ingester& in = *run.ingester;
+  const std::size_t body_limit = BodyLimit(run.job, scraper_limit);
+  // The connection reports a body over the limit as kOutOfRange.
+  if (r.error.code() == StatusCode::kOutOfRange) {
+    return BodyTooLarge(run, slot, r.duration_s, body_limit);
+  }
   if (!r.error.ok()) return in.Fail(r.error, slot, r.duration_s);
   if (r.status != 200) {
     return in.Fail(Status(StatusCode::kUnavailable, "GET " + run.target.url +
@@ -102,6 +132,9 @@ ScrapeOutcome IngestFetch(TargetRun& run, std::int64_t slot, net::FetchResult& r
   std::string decoded;
   if (r.gzip) {
     Result<std::string> d = net::GzipDecompress(r.body, body_limit);
+    if (!d && d.error().code() == StatusCode::kOutOfRange) {
+      return BodyTooLarge(run, slot, r.duration_s, body_limit);
+    }
     if (!d) return in.Fail(d.error().WithPrefix("GET " + run.target.url), slot, r.duration_s);
     decoded = std::move(*d);
     body = decoded;
@@ -216,6 +249,8 @@ class ScrapeManager::Impl {
 
   std::atomic<std::uint64_t> scrapes_{0}, failures_{0}, timeouts_{0}, exposition_errors_{0},
       skipped_{0}, samples_{0}, stale_{0}, in_flight_{0}, max_in_flight_{0}, ingest_cpu_ns_{0};
+  std::atomic<std::uint64_t> exceeded_sample_limit_{0}, exceeded_label_limits_{0},
+      exceeded_body_size_limit_{0}, duplicate_samples_{0}, out_of_bounds_{0}, store_rejected_{0};
 };
 
 ScrapeManager::Impl::Impl(store::Appendable& store, Clock& clock, Options options)
@@ -394,10 +429,11 @@ void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string k
   run->key = std::move(key);
   run->job = job;
   run->conn = internal::NewConnection(ioc_, target);
-  run->request = internal::ScrapeRequest(target, options_.user_agent, options_.body_limit_bytes);
-  run->ingester = std::make_unique<Ingester>(
-      store_, target.labels,
-      IngestOptions{job.honor_labels, job.honor_timestamps, job.metric_relabel_configs});
+  run->request = internal::ScrapeRequest(target, options_.user_agent,
+                                         BodyLimit(job, options_.body_limit_bytes));
+  run->ingester = std::make_unique<Ingester>(store_, target.labels,
+                                             IngestOptions{job.honor_labels, job.honor_timestamps,
+                                                           job.metric_relabel_configs, job.limits});
   run->target = std::move(target);
   run->fast = IsFast(run->target);
   {
@@ -578,6 +614,22 @@ void ScrapeManager::Impl::Complete(const RunPtr& run, std::int64_t slot, const S
   if (!o.up) failures_.fetch_add(1, std::memory_order_relaxed);
   if (timed_out) timeouts_.fetch_add(1, std::memory_order_relaxed);
   if (o.exposition_error) exposition_errors_.fetch_add(1, std::memory_order_relaxed);
+  switch (o.exceeded) {
+    case LimitExceeded::kSampleLimit:
+      exceeded_sample_limit_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case LimitExceeded::kLabelLimits:
+      exceeded_label_limits_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case LimitExceeded::kBodySizeLimit:
+      exceeded_body_size_limit_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case LimitExceeded::kNone:
+      break;
+  }
+  duplicate_samples_.fetch_add(o.duplicates, std::memory_order_relaxed);
+  out_of_bounds_.fetch_add(o.out_of_bounds, std::memory_order_relaxed);
+  store_rejected_.fetch_add(o.rejected, std::memory_order_relaxed);
   MutexLock lock(status_mu_);
   TargetStatus& s = status_[run->id];
   s.health = o.up ? TargetHealth::kUp : TargetHealth::kDown;
@@ -589,6 +641,7 @@ void ScrapeManager::Impl::Complete(const RunPtr& run, std::int64_t slot, const S
   if (o.exposition_error) ++s.exposition_errors;
   s.last_samples = o.samples;
   s.store_rejected += o.rejected;
+  s.duplicate_samples += o.duplicates;
   if (!o.store_error.ok()) s.last_store_error = o.store_error.message();
 }
 
@@ -638,6 +691,12 @@ ScrapeManager::Stats ScrapeManager::Impl::stats() const {
   s.skipped_slots = skipped_.load(std::memory_order_relaxed);
   s.samples = samples_.load(std::memory_order_relaxed);
   s.stale_markers = stale_.load(std::memory_order_relaxed);
+  s.exceeded_sample_limit = exceeded_sample_limit_.load(std::memory_order_relaxed);
+  s.exceeded_label_limits = exceeded_label_limits_.load(std::memory_order_relaxed);
+  s.exceeded_body_size_limit = exceeded_body_size_limit_.load(std::memory_order_relaxed);
+  s.duplicate_samples = duplicate_samples_.load(std::memory_order_relaxed);
+  s.out_of_bounds_samples = out_of_bounds_.load(std::memory_order_relaxed);
+  s.store_rejected = store_rejected_.load(std::memory_order_relaxed);
   s.in_flight = in_flight_.load(std::memory_order_relaxed);
   s.max_in_flight = max_in_flight_.load(std::memory_order_relaxed);
   s.ingest_cpu_seconds = static_cast<double>(ingest_cpu_ns_.load(std::memory_order_relaxed)) * 1e-9;

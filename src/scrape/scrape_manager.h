@@ -19,6 +19,9 @@
 // - Ingest. Decompression, parsing and appending (the scrape cache, staleness
 //   markers, the synthetic up / scrape_* series: scrape/ingester.h) run on
 //   `ingest_threads` workers (0: on the io thread), one Commit per scrape.
+// - Limits. Each job's sample_limit, label limits and body_size_limit
+//   (Prometheus's, scrape/config.h ScrapeLimits): a scrape over one fails,
+//   its target is down with the reason, and it is counted in Stats.
 // - Discovery. static_configs, file_sd_configs and prometheus_sd_configs
 //   (scrape/discovery.h). A target that leaves gets stale markers for all
 //   its series; a target that stays keeps its connection and cache.
@@ -72,7 +75,8 @@ struct TargetStatus {
   std::uint64_t exposition_errors = 0;  // of the failures, malformed bodies
   std::uint64_t skipped_slots = 0;      // slots missed (previous scrape still running, late)
   std::size_t last_samples = 0;
-  std::uint64_t store_rejected = 0;  // samples the store refused, all scrapes
+  std::uint64_t store_rejected = 0;     // samples the store refused, all scrapes
+  std::uint64_t duplicate_samples = 0;  // a series again in the same scrape, all scrapes
   std::string last_store_error;
 };
 
@@ -83,7 +87,8 @@ class ScrapeManager {
     int ingest_threads = 1;
     // Longest real-time wait before the Clock is read again (1..1000).
     int clock_poll_ms = 100;
-    std::size_t body_limit_bytes = std::size_t{64} << 20;  // per response, decoded
+    // Per response, decoded, whatever a job's body_size_limit (0 included) says.
+    std::size_t body_limit_bytes = std::size_t{64} << 20;
     std::string user_agent = "gpucanary/0.1";
     Discovery::Options discovery;
   };
@@ -96,6 +101,19 @@ class ScrapeManager {
     std::uint64_t skipped_slots = 0;
     std::uint64_t samples = 0;
     std::uint64_t stale_markers = 0;
+    // Scrapes failed by a limit (Prometheus's
+    // prometheus_target_scrapes_exceeded_sample_limit_total, ...).
+    std::uint64_t exceeded_sample_limit = 0;
+    std::uint64_t exceeded_label_limits = 0;
+    std::uint64_t exceeded_body_size_limit = 0;
+    // Samples not stored: a series again in the same scrape (the first kept;
+    // prometheus_target_scrapes_sample_duplicate_timestamp_total), an
+    // honoured timestamp over 10 minutes ahead
+    // (prometheus_target_scrapes_sample_out_of_bounds_total), and those the
+    // store refused (out of order, duplicate, new series over its limit).
+    std::uint64_t duplicate_samples = 0;
+    std::uint64_t out_of_bounds_samples = 0;
+    std::uint64_t store_rejected = 0;
     std::uint64_t in_flight = 0;      // fetches and ingests now
     std::uint64_t max_in_flight = 0;  // the most at once so far
     std::size_t targets = 0;

@@ -288,6 +288,37 @@ TEST_F(ManualScrapeTest, ATargetThatDiesIsDownWithStaleMarkers) {
   EXPECT_EQ(TargetHealthName(st.health), "down");
 }
 
+// Issue 22: with the disk full every scrape's samples were lost while the
+// target stayed up with no failure. A commit that keeps nothing fails the
+// scrape (Prometheus reports an append error so), and the next one that
+// can write is up again.
+TEST_F(ManualScrapeTest, AScrapeTheStoreCannotKeepIsAFailedScrape) {
+  TestTarget target("a 1\n");
+  ScrapeManager m(store_, clock_, ManualOptions(/*ingest_threads=*/0));
+  ASSERT_TRUE(m.ApplyConfig(OneJob({target.address()}, 1000, 1000)).ok());
+  ASSERT_TRUE(m.Start().ok());
+  const std::string up = Up(target.address());
+  const std::int64_t t0 = SlotAtOrAfter(PhaseMs(target.url(), 1000), 1000, kStart);
+  ASSERT_TRUE(ScrapeAt(m, t0, up));
+  ASSERT_TRUE(StatusAt(m, t0));
+  store_.FailCommits(true);
+  clock_.Set(t0 + 1000);
+  ASSERT_TRUE(StatusAt(m, t0 + 1000));
+  TargetStatus st = m.Targets().at(0);
+  EXPECT_EQ(st.health, TargetHealth::kDown);
+  EXPECT_EQ(st.last_error, "store: data/wal/00000001: write: No space left on device");
+  EXPECT_EQ(st.failures, 1U);
+  EXPECT_EQ(st.store_rejected, 6U);  // a and the five report series (up, ...): all lost
+  EXPECT_EQ(m.stats().failures, 1U);
+  store_.FailCommits(false);
+  ASSERT_TRUE(ScrapeAt(m, t0 + 2000, up));
+  ASSERT_TRUE(StatusAt(m, t0 + 2000));
+  st = m.Targets().at(0);
+  EXPECT_EQ(st.health, TargetHealth::kUp);
+  EXPECT_EQ(st.last_error, "");
+  EXPECT_EQ(Times(store_.Samples(up)), (std::vector<std::int64_t>{t0, t0 + 2000}));
+}
+
 TEST_F(ManualScrapeTest, AMalformedExpositionFailsTheScrapeAndKeepsItsPosition) {
   TestTarget target("a 1\n");
   ScrapeManager m(store_, clock_, ManualOptions());
@@ -336,6 +367,94 @@ TEST_F(ManualScrapeTest, GzipPrometheusHeadersAndKeepAlive) {
           .value,
       200);
   EXPECT_EQ(target.connections(), 1U);
+}
+
+// A series twice in one exposition: the first value kept, the second counted
+// (Prometheus's prometheus_target_scrapes_sample_duplicate_timestamp_total).
+TEST_F(ManualScrapeTest, DuplicateSeriesInAScrapeAreCounted) {
+  TestTarget target("a 1\na 2\nb 3\nb 3\nc 4\n");
+  ScrapeManager m(store_, clock_, ManualOptions());
+  ASSERT_TRUE(m.ApplyConfig(OneJob({target.address()}, 1000, 1000)).ok());
+  ASSERT_TRUE(m.Start().ok());
+  const std::string up = Up(target.address());
+  const std::int64_t t0 = SlotAtOrAfter(PhaseMs(target.url(), 1000), 1000, kStart);
+  ASSERT_TRUE(ScrapeAt(m, t0, up));
+  ASSERT_TRUE(StatusAt(m, t0));
+  EXPECT_EQ(m.stats().duplicate_samples, 2U);
+  EXPECT_EQ(m.Targets().at(0).duplicate_samples, 2U);
+  EXPECT_EQ(m.Targets().at(0).health, TargetHealth::kUp);
+  const auto a = store_.Samples("a{instance=\"" + target.address() + "\",job=\"job\"}");
+  ASSERT_EQ(a.size(), 1U);
+  EXPECT_EQ(a[0].value, 1);
+  ASSERT_TRUE(ScrapeAt(m, t0 + 1000, up));
+  ASSERT_TRUE(StatusAt(m, t0 + 1000));
+  EXPECT_EQ(m.stats().duplicate_samples, 4U);
+}
+
+// sample_limit, label limits and body_size_limit: the scrape fails, the
+// target is down with the reason, and each is counted.
+class ScrapeLimitTest : public ManualScrapeTest {
+ protected:
+  // Scrapes `body` once with `limits`; returns the target after it.
+  TargetStatus ScrapeOnce(const std::string& body, const ScrapeLimits& limits,
+                          ScrapeManager::Stats* stats) {
+    TestTarget target(body);
+    ScrapeManager m(store_, clock_, ManualOptions());
+    ScrapeConfig config = OneJob({target.address()}, 1000, 1000);
+    config.jobs[0].limits = limits;
+    EXPECT_TRUE(m.ApplyConfig(config).ok());
+    EXPECT_TRUE(m.Start().ok());
+    url_ = target.url();
+    const std::int64_t t = SlotAtOrAfter(PhaseMs(target.url(), 1000), 1000, clock_.NowMs() + 1);
+    EXPECT_TRUE(ScrapeAt(m, t, Up(target.address())));
+    EXPECT_TRUE(StatusAt(m, t));
+    EXPECT_EQ(store_.Samples(Up(target.address())).back().value, 0);
+    *stats = m.stats();
+    return m.Targets().at(0);
+  }
+  std::string url_;
+};
+
+TEST_F(ScrapeLimitTest, OverTheSampleLimit) {
+  ScrapeManager::Stats stats;
+  const TargetStatus t = ScrapeOnce("a 1\nb 2\nc 3\n", ScrapeLimits{.sample_limit = 2}, &stats);
+  EXPECT_EQ(t.health, TargetHealth::kDown);
+  EXPECT_EQ(t.last_error,
+            "sample limit exceeded: more than 2 samples after metric relabeling (sample_limit)");
+  EXPECT_EQ(t.failures, 1U);
+  EXPECT_EQ(stats.failures, 1U);
+  EXPECT_EQ(stats.exceeded_sample_limit, 1U);
+  EXPECT_EQ(stats.exceeded_body_size_limit, 0U);
+}
+
+TEST_F(ScrapeLimitTest, OverALabelLimit) {
+  ScrapeManager::Stats stats;
+  const TargetStatus t = ScrapeOnce("a{x=\"1\"} 1\n", ScrapeLimits{.label_limit = 3}, &stats);
+  EXPECT_EQ(t.health, TargetHealth::kDown);
+  EXPECT_EQ(t.last_error, "label_limit exceeded (metric: a, number of labels: 4, limit: 3)");
+  EXPECT_EQ(stats.exceeded_label_limits, 1U);
+}
+
+TEST_F(ScrapeLimitTest, OverTheBodySizeLimit) {
+  ScrapeManager::Stats stats;
+  const TargetStatus t = ScrapeOnce("a 1\nb 2\nc 3\n", ScrapeLimits{.body_size_limit = 8}, &stats);
+  EXPECT_EQ(t.health, TargetHealth::kDown);
+  EXPECT_EQ(t.last_error,
+            "GET " + url_ + ": body size limit exceeded: more than 8 bytes (body_size_limit)");
+  EXPECT_EQ(stats.exceeded_body_size_limit, 1U);
+  EXPECT_EQ(stats.failures, 1U);
+}
+
+// A gzipped body is limited by its decompressed size, as Prometheus's
+// body_size_limit ("uncompressed response body").
+TEST_F(ScrapeLimitTest, OverTheBodySizeLimitOnceDecompressed) {
+  std::string body;
+  for (int i = 0; i < 200; ++i) body += "m{i=\"" + std::to_string(i) + "\"} 1\n";  // gzipped
+  ScrapeManager::Stats stats;
+  const TargetStatus t = ScrapeOnce(body, ScrapeLimits{.body_size_limit = 1500}, &stats);
+  EXPECT_EQ(t.last_error,
+            "GET " + url_ + ": body size limit exceeded: more than 1500 bytes (body_size_limit)");
+  EXPECT_EQ(stats.exceeded_body_size_limit, 1U);
 }
 
 // ---- discovery ----

@@ -53,6 +53,12 @@ class CapturingAppendable final : public store::Appendable {
     MutexLock lock(mu_);
     return commits_;
   }
+  // While set, every Commit fails as a full disk does (kIoError), keeping
+  // nothing of its batch.
+  void FailCommits(bool fail) {
+    MutexLock lock(mu_);
+    fail_commits_ = fail;
+  }
   std::uint64_t rejected() const {
     MutexLock lock(mu_);
     return rejected_;
@@ -96,6 +102,10 @@ class CapturingAppendable final : public store::Appendable {
       store::CommitResult r;
       {
         MutexLock lock(owner_.mu_);
+        if (owner_.fail_commits_) {
+          pending_.clear();
+          return Error(StatusCode::kIoError, "data/wal/00000001: write: No space left on device");
+        }
         for (const auto& [ref, t, v] : pending_) {
           std::vector<Sample>& s = owner_.samples_[ref];
           if (!s.empty() && t < s.back().t_ms) {
@@ -124,6 +134,7 @@ class CapturingAppendable final : public store::Appendable {
   };
 
   mutable Mutex mu_;
+  bool fail_commits_ GUARDED_BY(mu_) = false;
   CondVar committed_;
   std::map<std::string, store::SeriesRef> by_text_ GUARDED_BY(mu_);
   std::vector<std::vector<Sample>> samples_ GUARDED_BY(mu_);

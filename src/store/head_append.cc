@@ -4,6 +4,7 @@
 // head in one step, open chunks sealed into the active segment when full.
 
 #include <bit>
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -49,6 +50,24 @@ void Store::Impl::AcceptBatch(const std::vector<PendingSample>& batch, CommitRes
       ++samples_rejected_;
       continue;
     }
+    if (p.t == kNoTime) {
+      // kNoTime marks "no sample yet" (last_t, batch_t, the WAL replay's
+      // checks): a sample at that time could not be told from none, so the
+      // store holds none there. Out of bounds rather than a "duplicate" of a
+      // sample that never was (or, with the sentinel's bits, dropped as an
+      // exact repeat); counted with the out-of-order samples, older than
+      // anything the series can hold.
+      ++result.out_of_order;
+      ++samples_rejected_;
+      if (result.first_error.ok()) {
+        result.first_error =
+            Status(StatusCode::kOutOfRange,
+                   "out of bounds sample " + model::LabelsToString(head_.LabelsOf(*s)) + " at " +
+                       std::to_string(p.t) + ": the earliest timestamp the store holds is " +
+                       std::to_string(kNoTime + 1));
+      }
+      continue;
+    }
     const bool seen = s->batch == batch_id;
     const std::int64_t last_t = seen ? s->batch_t : s->last_t;
     const std::uint64_t last_bits = seen ? s->batch_bits : s->last_bits;
@@ -70,6 +89,36 @@ void Store::Impl::AcceptBatch(const std::vector<PendingSample>& batch, CommitRes
     s->batch_bits = p.bits;
     accepted.push_back(&p);
   }
+}
+
+void Store::Impl::NoteWriteFailure(const Status& error) {
+  std::string line;
+  {
+    WriterMutexLock lock(mu_);
+    ++write_failures_.count;
+    write_failures_.last_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+    write_failures_.last_error = error.message();
+    const auto now = std::chrono::steady_clock::now();
+    if (write_failures_.count > 1 && now - write_failure_logged_ < std::chrono::minutes(1)) {
+      ++write_failures_unlogged_;
+      return;
+    }
+    line = "store: a write failed and its batch was not kept: " + error.message();
+    if (write_failures_unlogged_ > 0) {
+      line += " (and " + std::to_string(write_failures_unlogged_) +
+              " more failures since the last such line)";
+    }
+    write_failures_unlogged_ = 0;
+    write_failure_logged_ = now;
+  }
+  Log(line);
+}
+
+WriteFailures Store::Impl::GetWriteFailures() const {
+  ReaderMutexLock lock(mu_);
+  return write_failures_;
 }
 
 Result<CommitResult> Store::Impl::Commit(const std::vector<PendingSample>& batch) {
@@ -141,6 +190,7 @@ class Store::AppenderImpl : public Appender {
   Result<CommitResult> Commit() override {
     auto result = store_.Commit(batch_);
     batch_.clear();
+    if (!result) store_.NoteWriteFailure(result.error());
     return result;
   }
 

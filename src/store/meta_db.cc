@@ -135,6 +135,57 @@ Result<std::unique_ptr<MetaDb>> MetaDb::Open(const std::filesystem::path& file) 
 
 MetaDb::~MetaDb() { sqlite3_close(db_); }
 
+Status MetaDb::Check() {
+  MutexLock lock(mu_);
+  Stmt st(db_, "PRAGMA quick_check");
+  if (!st.ok()) return Status(StatusCode::kIoError, sqlite3_errmsg(db_));
+  std::string problems;
+  for (int rc = st.Step(); rc == SQLITE_ROW; rc = st.Step()) {
+    const std::string row = st.Text(0);
+    if (row == "ok") continue;
+    if (!problems.empty()) problems += "; ";
+    problems += row;
+  }
+  if (problems.empty() && sqlite3_errcode(db_) != SQLITE_OK &&
+      sqlite3_errcode(db_) != SQLITE_DONE && sqlite3_errcode(db_) != SQLITE_ROW) {
+    problems = sqlite3_errmsg(db_);
+  }
+  if (!problems.empty()) return Status(StatusCode::kIoError, problems);
+  return Status::Ok();
+}
+
+Status MetaDb::Backup(const std::filesystem::path& to) {
+  const std::filesystem::path tmp = to.string() + ".tmp";
+  sqlite3* dest = nullptr;
+  if (sqlite3_open_v2(tmp.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = dest != nullptr ? sqlite3_errmsg(dest) : "cannot open";
+    sqlite3_close(dest);
+    return Status(StatusCode::kIoError, tmp.string() + ": " + msg);
+  }
+  int rc = SQLITE_OK;
+  {
+    MutexLock lock(mu_);
+    sqlite3_backup* b = sqlite3_backup_init(dest, "main", db_, "main");
+    if (b == nullptr) {
+      rc = sqlite3_errcode(dest);
+    } else {
+      rc = sqlite3_backup_step(b, -1);
+      sqlite3_backup_finish(b);
+    }
+  }
+  std::string msg = rc == SQLITE_DONE ? "" : sqlite3_errmsg(dest);
+  sqlite3_close(dest);
+  std::error_code ec;
+  if (rc != SQLITE_DONE) {
+    std::filesystem::remove(tmp, ec);
+    return Status(StatusCode::kIoError, tmp.string() + ": backup: " + msg);
+  }
+  std::filesystem::rename(tmp, to, ec);
+  if (ec) return Status(StatusCode::kIoError, to.string() + ": rename: " + ec.message());
+  return Status::Ok();
+}
+
 Status MetaDb::Exec(std::string_view sql) {
   char* err = nullptr;
   const std::string text(sql);

@@ -83,6 +83,15 @@ class MetaDb {
       NO_THREAD_SAFETY_ANALYSIS;
   ~MetaDb();
   MetaDb(const MetaDb&) = delete;
+
+  // Whether the database reads back whole (PRAGMA quick_check). Errors:
+  // kIoError naming what SQLite found ("file is not a database", a damaged
+  // page).
+  Status Check();
+
+  // A consistent copy of the database at `to` (SQLite's online backup,
+  // written to `to`.tmp and renamed), while writers go on. Errors: kIoError.
+  Status Backup(const std::filesystem::path& to);
   MetaDb& operator=(const MetaDb&) = delete;
 
   // Stores a release. The same id again with the same annotation is a no-op;

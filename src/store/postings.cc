@@ -47,7 +47,13 @@ std::string_view SymLabelValue(const Symbols& symbols, const SymLabels& labels,
 
 void Postings::Add(std::uint64_t id, const SymLabels& labels) {
   for (std::size_t i = 0; i + 1 < labels.size(); i += 2) {
-    lists_[labels[i]][labels[i + 1]].push_back(id);
+    std::vector<std::uint64_t>& list = lists_[labels[i]][labels[i + 1]];
+    if (list.empty() || list.back() < id) {
+      list.push_back(id);
+      continue;
+    }
+    auto it = std::lower_bound(list.begin(), list.end(), id);
+    if (*it != id) list.insert(it, id);
   }
 }
 

@@ -41,7 +41,10 @@ model::Labels ExpandLabels(const Symbols& symbols, const SymLabels& labels);
 
 class Postings {
  public:
-  // REQUIRES: ids added in increasing order.
+  // Adds `id` to the list of each of its labels, keeping the lists sorted:
+  // O(1) per label when ids come in increasing order (a segment index, the
+  // head's new series), an insertion (linear in the list) otherwise. An id
+  // already in a list is not added again.
   void Add(std::uint64_t id, const SymLabels& labels);
   void Clear() { lists_.clear(); }
 

@@ -33,8 +33,13 @@ Status Store::Impl::Open() {
                   dir_.string() + " is in use by another gpucanary (its LOCK is held)");
   }
   recovering_ = true;
+  // Series reach the head out of ref order (the active segment names the
+  // series it sealed chunks of, in sealing order; the checkpoint and the WAL
+  // those below and above): the head indexes them once, at the end.
+  head_.BeginBulkLoad();
   if (Status s = RecoverSegments(); !s.ok()) return s;
   if (Status s = RecoverWal(); !s.ok()) return s;
+  head_.EndBulkLoad();
   recovering_ = false;
   {
     WriterMutexLock lock_mu(mu_);

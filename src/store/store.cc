@@ -86,6 +86,7 @@ StoreStats Store::Impl::Stats() const {
   ReaderMutexLock lock(mu_);
   StoreStats st;
   st.head_series = head_.live_series();
+  st.head_index_builds = head_.index_builds();
   st.samples_appended = samples_appended_;
   st.samples_rejected = samples_rejected_;
   st.chunks_sealed = chunks_sealed_;
@@ -131,6 +132,8 @@ Status Store::ApplyRetention(std::int64_t now_ms) { return impl_->ApplyRetention
 Status Store::Checkpoint() { return impl_->Checkpoint(); }
 Status Store::Sync() { return impl_->Sync(); }
 StoreStats Store::stats() const { return impl_->Stats(); }
+
+WriteFailures Store::write_failures() const { return impl_->GetWriteFailures(); }
 const fs::path& Store::dir() const { return impl_->dir(); }
 
 }  // namespace gpucanary::store

@@ -40,7 +40,11 @@ struct StoreOptions {
   std::uint64_t wal_segment_bytes = 64u << 20;
   std::uint64_t checkpoint_after_bytes = 128u << 20;  // of WAL since the last checkpoint
   std::int64_t idle_series_ms = 3600LL * 1000;        // dropped from memory after this
-  std::size_t max_series = 10'000'000;
+  // Series in memory at most (storage.max_series): Series() answers a new
+  // one beyond it with kOutOfRange until idle ones leave. Each costs about
+  // 0.75 KB of head (measured with dcgm-exporter's 9 labels), so the default
+  // bounds the head near 1.5 GB: twice a 10,000-GPU fleet's dcgm series.
+  std::size_t max_series = 2'000'000;
 
   // fdatasync of the WAL and active segment by a background thread (ms; 0:
   // only on Close and checkpoints).
@@ -63,6 +67,18 @@ struct StoreStats {
   std::uint64_t wal_bytes = 0;      // WAL segments and checkpoint on disk
   std::int64_t min_time = 0;        // oldest sample on disk or in memory (ms)
   std::int64_t max_time = 0;
+  // Times the head's label index was built from every series since open:
+  // 1 for the recovery (whatever order its series came in), plus 1 per
+  // ApplyRetention that dropped idle series.
+  std::uint64_t head_index_builds = 0;
+};
+
+// Commits that could not write (a full disk, an I/O error): what the store
+// lost, for /metrics, logs and the notes of canaries running meanwhile.
+struct WriteFailures {
+  std::uint64_t count = 0;   // since open
+  std::int64_t last_ms = 0;  // wall-clock time of the last one; 0: none
+  std::string last_error;    // its message
 };
 
 class Store : public Appendable {
@@ -111,6 +127,8 @@ class Store : public Appendable {
   Status Sync();
 
   StoreStats stats() const;
+  // Cheap (no walk over the series): read by each canary every second.
+  WriteFailures write_failures() const;
   const std::filesystem::path& dir() const;
 
  private:

@@ -29,6 +29,7 @@
 //              lets go of it before joining the thread and taking mu_.
 // The fdatasyncs of Sync run outside every lock, on duplicated handles.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -71,6 +72,10 @@ class Store::Impl {
   Status Checkpoint();                                 // checkpoint.cc
   Status Sync();                                       // store.cc
   StoreStats Stats() const;                            // store.cc
+  // A commit that returned an error: counted, and logged at most once a
+  // minute with how many more there were (head_append.cc).
+  void NoteWriteFailure(const Status& error) EXCLUDES(mu_);
+  WriteFailures GetWriteFailures() const EXCLUDES(mu_);
   const std::filesystem::path& dir() const { return dir_; }
 
  private:
@@ -129,6 +134,9 @@ class Store::Impl {
   std::uint64_t chunks_sealed_ GUARDED_BY(mu_) = 0;
   std::uint64_t chunk_bytes_ GUARDED_BY(mu_) = 0;
   std::uint64_t chunk_samples_ GUARDED_BY(mu_) = 0;
+  WriteFailures write_failures_ GUARDED_BY(mu_);
+  std::uint64_t write_failures_unlogged_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point write_failure_logged_ GUARDED_BY(mu_){};
 
   mutable Mutex cache_mu_ ACQUIRED_AFTER(mu_);
   mutable std::vector<const SealedSegment*> index_lru_ GUARDED_BY(cache_mu_);  // most recent last

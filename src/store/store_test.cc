@@ -1,14 +1,17 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <bit>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -132,6 +135,75 @@ TEST_F(StoreTest, ReopenRecoversEverythingCommitted) {
   ExpectFilled(*store, 8, 0, 800);
 }
 
+// Recovery meets series out of ref order: the active segment names the
+// newest, hottest series first; the checkpoint and the WAL then bring every
+// lower ref. Each must be found by its labels and matchers, and the head's
+// index is built once per recovery, not once per series (issue 22: rebuilding
+// it per series made restarts quadratic in the series count).
+TEST_F(StoreTest, RecoveryOutOfRefOrderIndexesEverySeriesAndBuildsTheIndexOnce) {
+  StoreOptions o = Options();
+  o.max_chunk_samples = 4;     // four samples seal a chunk
+  o.segment_span_ms = 10'000;  // chunks spanning 10 s seal the segment
+  constexpr int kSeries = 64;  // A: 0-31 (before the checkpoint); B: 32-63; hot: 56-63
+  auto seconds_of = [](int k) -> std::vector<int> {
+    if (k < 32) return {0, 1, 2, 3, 4, 5, 6, 15, 16};
+    if (k < 56) return {20};
+    return {20, 21, 22, 23, 24};
+  };
+  {
+    auto store = OpenStore(o);
+    auto app = store->NewAppender();
+    std::vector<SeriesRef> refs;
+    auto commit = [&](int from, int to, int second) {
+      for (int k = from; k < to; ++k) {
+        ASSERT_TRUE(
+            app->Append(refs[static_cast<std::size_t>(k)], second * 1000LL, Value(k, second)).ok());
+      }
+      ASSERT_TRUE(app->Commit()->first_error.ok());
+    };
+    auto create = [&](int from, int to) {
+      for (int k = from; k < to; ++k) {
+        refs.push_back(*app->Series(Gpu("node-" + std::to_string(k / 8), k % 8)));
+      }
+    };
+    create(0, 32);
+    for (int second : seconds_of(0)) commit(0, 32, second);
+    ASSERT_EQ(store->stats().segments, 2U);  // sealed, with a checkpoint
+    create(32, kSeries);
+    commit(32, kSeries, 20);
+    for (int second : {21, 22, 23, 24}) commit(56, kSeries, second);
+  }
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    auto store = OpenStore(o);
+    const StoreStats st = store->stats();
+    EXPECT_EQ(st.head_series, static_cast<std::size_t>(kSeries));
+    EXPECT_EQ(st.head_index_builds, 1U);
+    auto got = store->Select(
+        {*model::Matcher::Make(model::Matcher::Type::kRegex, "__name__", "DCGM_.*")}, 0, 1LL << 50);
+    ASSERT_TRUE(got.has_value()) << got.error().ToString();
+    ASSERT_EQ(got->size(), static_cast<std::size_t>(kSeries));
+    for (const SeriesSamples& s : *got) {
+      const int k = std::stoi(std::string(model::LabelValue(s.labels, "Hostname")).substr(5)) * 8 +
+                    std::stoi(std::string(model::LabelValue(s.labels, "gpu")));
+      std::vector<std::int64_t> want;
+      for (int second : seconds_of(k)) want.push_back(second * 1000LL);
+      std::vector<std::int64_t> have;
+      for (const Sample& smp : s.samples) have.push_back(smp.t);
+      EXPECT_EQ(have, want) << model::LabelsToString(s.labels);
+    }
+    auto gpu3 = store->Select({*model::Matcher::Make(model::Matcher::Type::kEqual, "gpu", "3")}, 0,
+                              1LL << 50);
+    ASSERT_TRUE(gpu3.has_value());
+    EXPECT_EQ(gpu3->size(), 8U);
+    // Lookup by labels finds the recovered series instead of creating them again.
+    auto app = store->NewAppender();
+    for (int k = 0; k < kSeries; ++k) {
+      ASSERT_TRUE(app->Series(Gpu("node-" + std::to_string(k / 8), k % 8)).has_value());
+    }
+    EXPECT_EQ(store->stats().head_series, static_cast<std::size_t>(kSeries));
+  }
+}
+
 TEST_F(StoreTest, KillNineLosesNothingCommitted) {
   StoreOptions o = Options();
   o.segment_bytes = 32 << 10;
@@ -223,6 +295,50 @@ TEST_F(StoreTest, OutOfOrderAndDuplicatesAreRejectedOneByOne) {
   ASSERT_EQ(got->size(), 1U);
   ASSERT_EQ((*got)[0].samples.size(), 2U);
   EXPECT_EQ((*got)[0].samples[1].v, 3);
+}
+
+// The head marks "no sample yet" with the minimum timestamp, so a sample at
+// that timestamp cannot be told from it: it is refused as out of bounds, not
+// reported as a duplicate of a sample that never was (nor, with the
+// sentinel's value bits, dropped silently as an exact repeat).
+TEST_F(StoreTest, ASampleAtTheMinimumTimestampIsOutOfBoundsNotADuplicate) {
+  auto store = OpenStore(Options());
+  auto app = store->NewAppender();
+  const SeriesRef a = *app->Series(Gpu("n", 0));
+  const SeriesRef b = *app->Series(Gpu("n", 1));
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  ASSERT_TRUE(app->Append(a, kMin, 1).ok());
+  ASSERT_TRUE(app->Append(b, kMin, 0).ok());
+  auto r = app->Commit();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->appended, 0U);
+  EXPECT_EQ(r->duplicates, 0U);
+  EXPECT_EQ(r->out_of_order, 2U);
+  EXPECT_EQ(r->first_error.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(r->first_error.message().find("out of bounds"), std::string::npos)
+      << r->first_error.message();
+  EXPECT_EQ(store->stats().samples_rejected, 2U);
+  // The series are still empty: their first real samples go in.
+  ASSERT_TRUE(app->Append(a, kMin + 1, 1).ok());
+  ASSERT_TRUE(app->Append(b, 1000, 0).ok());
+  r = app->Commit();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->appended, 2U);
+  EXPECT_TRUE(r->first_error.ok()) << r->first_error.message();
+}
+
+TEST_F(StoreTest, TheSeriesLimitIsAnOption) {
+  StoreOptions o = Options();
+  o.max_series = 2;
+  auto store = OpenStore(o);
+  auto app = store->NewAppender();
+  ASSERT_TRUE(app->Series(Gpu("n", 0)).has_value());
+  ASSERT_TRUE(app->Series(Gpu("n", 1)).has_value());
+  ASSERT_TRUE(app->Series(Gpu("n", 0)).has_value());  // not new
+  const Result<SeriesRef> third = app->Series(Gpu("n", 2));
+  ASSERT_FALSE(third.has_value());
+  EXPECT_EQ(third.error().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(third.error().message(), "series limit reached (2)");
 }
 
 TEST_F(StoreTest, RollbackDropsTheBatch) {
@@ -450,6 +566,54 @@ TEST_F(StoreTest, LabelNamesAndValues) {
   EXPECT_EQ(*store->LabelValues("Hostname", 0, 1e9),
             (std::vector<std::string>{"node-0", "node-1"}));
   EXPECT_TRUE(store->LabelValues("Hostname", 5000, 1e9)->empty());
+}
+
+// Issue 22: a full disk lost telemetry in silence. Every commit that cannot
+// write is counted (with its time and error) and logged, at most once a
+// minute with how many more there were. The failing writes are real ones:
+// RLIMIT_FSIZE makes write(2) fail with EFBIG, as ENOSPC would, without
+// needing a disk to fill.
+TEST(StoreWriteFailureTest, WritesThatFailAreCountedAndLoggedOnceAMinute) {
+  const fs::path dir = fs::temp_directory_path() / ("gc_store_full_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::vector<std::string> log;
+  StoreOptions options;
+  options.log = [&](std::string_view line) { log.emplace_back(line); };
+  {
+    auto store = Store::Open(dir, options);
+    ASSERT_TRUE(store.has_value()) << store.error().ToString();
+    auto app = (*store)->NewAppender();
+    auto ref = app->Series({{"__name__", "up"}, {"job", "a"}});
+    ASSERT_TRUE(ref.has_value());
+    ASSERT_TRUE(app->Append(*ref, 1000, 1).ok());
+    ASSERT_TRUE(app->Commit().has_value());
+    EXPECT_EQ((*store)->write_failures().count, 0U);
+
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    rlimit tiny = old;
+    tiny.rlim_cur = 1;  // any write past the first byte of a file fails
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+    std::vector<bool> failed;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(app->Append(*ref, 2000 + i * 1000, 2).ok());
+      failed.push_back(!app->Commit().has_value());
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+    std::signal(SIGXFSZ, SIG_DFL);
+    EXPECT_EQ(failed, (std::vector<bool>{true, true, true}));
+    const WriteFailures w = (*store)->write_failures();
+    EXPECT_EQ(w.count, 3U);
+    EXPECT_GT(w.last_ms, 0);
+    EXPECT_NE(w.last_error.find("File too large"), std::string::npos) << w.last_error;
+  }
+  std::size_t lines = 0;
+  for (const std::string& line : log) {
+    if (line.starts_with("store: a write failed and its batch was not kept: ")) ++lines;
+  }
+  EXPECT_EQ(lines, 1U);  // the other two within the minute: counted, not logged
+  fs::remove_all(dir);
 }
 
 }  // namespace
