@@ -1,8 +1,11 @@
 #pragma once
 // `gpucanary serve`: the store, the metadata database, the scraper and the
-// HTTP API in one process (docs/http-api.md). Start opens the data directory
-// (recovering from the WAL after a crash), starts scraping and listens; Stop
-// (or destruction) shuts it all down in order: listener, scraper, store.
+// HTTP API in one process (docs/http-api.md). Start listens first (only
+// /-/healthy answers 200, everything else 503, while the store recovers),
+// opens the data directory (recovering from the WAL after a crash; refusing
+// missing or damaged metadata unless empty_metadata), then starts the canary
+// service and scraping, and only then is ready; Stop (or destruction) shuts
+// it all down in order: listener, canaries, scraper, store.
 //
 // Endpoints: Prometheus's query API (daemon/query_api.h), POST /api/v1/write
 // (remote_write 1.0), GET /api/v1/targets, GET /metrics (its own health),

@@ -74,17 +74,32 @@ std::unique_ptr<SyncHandle> LogFile::NewSyncHandle() const {
   return file_ != nullptr ? file_->NewSyncHandle() : nullptr;
 }
 
+namespace {
+
+// Whether a whole, good record starts at `pos` (its length within bounds and
+// `max_len`, its CRC right).
+bool GoodRecordAt(std::string_view data, std::size_t pos, std::size_t max_len) {
+  if (data.size() - pos < kRecordOverhead) return false;
+  const std::uint32_t len = GetU32(data.data() + pos);
+  if (len > max_len || data.size() - pos - kRecordOverhead < len) return false;
+  const auto type = static_cast<std::uint8_t>(data[pos + 4]);
+  return GetU32(data.data() + pos + 5 + len) == Crc(type, data.substr(pos + 5, len));
+}
+
+}  // namespace
+
 Result<LogScan> ReadLog(
     FileSystem& files, const std::filesystem::path& path, std::string_view header,
-    const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn) {
+    const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn,
+    bool skip_damaged) {
   auto contents = files.ReadFile(path);
   if (!contents) return Error(contents.error());
-  const std::string& data = *contents;
+  const std::string_view data = *contents;
 
   LogScan scan;
   scan.file_bytes = data.size();
-  if (data.size() < header.size() || std::string_view(data).substr(0, header.size()) != header) {
-    if (data.size() < header.size() && std::string_view(header).substr(0, data.size()) == data) {
+  if (data.size() < header.size() || data.substr(0, header.size()) != header) {
+    if (data.size() < header.size() && header.substr(0, data.size()) == data) {
       scan.tail_error = "torn header";  // created, crashed before the header was whole
       return scan;
     }
@@ -93,21 +108,49 @@ Result<LogScan> ReadLog(
   std::size_t pos = header.size();
   scan.good_bytes = pos;
   while (pos < data.size()) {
+    std::string error;
+    std::uint32_t len = 0;
     if (data.size() - pos < kRecordOverhead) {
-      scan.tail_error = "truncated record header";
-      break;
+      error = "truncated record header";
+    } else {
+      len = GetU32(data.data() + pos);
+      if (len > kMaxRecordBytes || data.size() - pos - kRecordOverhead < len) {
+        error = len > kMaxRecordBytes ? "bad record length" : "truncated record";
+      } else if (GetU32(data.data() + pos + 5 + len) !=
+                 Crc(static_cast<std::uint8_t>(data[pos + 4]), data.substr(pos + 5, len))) {
+        error = "bad crc";
+      }
     }
-    const std::uint32_t len = GetU32(data.data() + pos);
-    if (len > kMaxRecordBytes || data.size() - pos - kRecordOverhead < len) {
-      scan.tail_error = len > kMaxRecordBytes ? "bad record length" : "truncated record";
-      break;
+    if (!error.empty()) {
+      // Where the next good record is, if anywhere: after this one when its
+      // length can be trusted, else the first position a record checks out.
+      std::size_t next = data.size();
+      if (skip_damaged) {
+        const std::size_t after = pos + kRecordOverhead + len;
+        if (error == "bad crc" && after < data.size() &&
+            GoodRecordAt(data, after, kMaxRecordBytes)) {
+          next = after;
+        } else {
+          for (std::size_t p = pos + 1; p + kRecordOverhead <= data.size(); ++p) {
+            if (GoodRecordAt(data, p, kMaxResyncRecordBytes)) {
+              next = p;
+              break;
+            }
+          }
+        }
+      }
+      if (next == data.size()) {
+        scan.tail_error = error;
+        break;
+      }
+      if (scan.skipped_records == 0) scan.first_skipped_offset = pos;
+      ++scan.skipped_records;
+      scan.skipped_bytes += next - pos;
+      pos = next;
+      continue;
     }
     const auto type = static_cast<std::uint8_t>(data[pos + 4]);
-    const std::string_view payload(data.data() + pos + 5, len);
-    if (GetU32(data.data() + pos + 5 + len) != Crc(type, payload)) {
-      scan.tail_error = "bad crc";
-      break;
-    }
+    const std::string_view payload = data.substr(pos + 5, len);
     if (Status s = fn(type, payload, pos + 5); !s.ok()) return Error(s);
     pos += kRecordOverhead + len;
     scan.good_bytes = pos;

@@ -65,6 +65,10 @@ struct LogScan {
   std::uint64_t good_bytes = 0;  // the end of the last good record
   std::uint64_t file_bytes = 0;
   std::string tail_error;  // why the scan stopped early; empty at a clean end
+  // With skip_damaged: damaged records stepped over between good ones.
+  std::uint64_t skipped_records = 0;  // damaged stretches, each one or more records
+  std::uint64_t skipped_bytes = 0;
+  std::uint64_t first_skipped_offset = 0;
 };
 
 // Reads the records of `path` in `files` after its `header` bytes (which
@@ -74,8 +78,18 @@ struct LogScan {
 // crc"; "torn header" when the file is a prefix of the header, good_bytes 0).
 // Errors: kIoError (unreadable), kParseError (the header does not match), or
 // what `fn` returns.
+//
+// `skip_damaged` (chunk segments: damage there is a flipped byte, not a
+// crash's torn tail): a record that fails its checks is stepped over when a
+// good record follows it, found at the position its length gives or, when
+// the length itself is damaged, by looking forward byte by byte for a
+// record whose length (at most kMaxResyncRecordBytes) and CRC hold. Only
+// damage with no good record after it ends the scan as a torn tail. The
+// WAL keeps the default: after a torn write, what follows is never trusted.
+inline constexpr std::size_t kMaxResyncRecordBytes = 1u << 20;
 Result<LogScan> ReadLog(
     FileSystem& files, const std::filesystem::path& path, std::string_view header,
-    const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn);
+    const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn,
+    bool skip_damaged = false);
 
 }  // namespace gpucanary::store

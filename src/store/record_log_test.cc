@@ -363,5 +363,72 @@ TEST_F(PosixRecordLogTest, AMissingFileSaysWhichAndWhy) {
                                                            ": open: No such file or directory"));
 }
 
+// Issue 22: one flipped byte in a chunk segment cut it there, losing the
+// intact records after it. With skip_damaged the damaged record is stepped
+// over and the ones after it are read; the WAL's default still stops.
+class SkipDamagedTest : public RecordLogTest {
+ protected:
+  Result<LogScan> ReadSkipping() {
+    records_.clear();
+    return ReadLog(
+        files_, kPath, kHeader,
+        [this](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
+          records_.push_back({type, std::string(payload), offset});
+          return Status::Ok();
+        },
+        /*skip_damaged=*/true);
+  }
+  std::vector<std::uint8_t> Types() const {
+    std::vector<std::uint8_t> out;
+    for (const Record& r : records_) out.push_back(r.type);
+    return out;
+  }
+};
+
+TEST_F(SkipDamagedTest, AFlippedPayloadByteLosesThatRecordOnly) {
+  std::string contents = std::string(kHeader) + first_ + second_ + third_;
+  contents[after_first_ + 7] ^= 0x20;  // inside the second record's payload
+  files_.SetContents(kPath, contents);
+  ExpectStop(after_first_, "bad crc");  // the default (the WAL's) stops there
+  auto scan = ReadSkipping();
+  ASSERT_TRUE(scan.has_value());
+  EXPECT_EQ(Types(), (std::vector<std::uint8_t>{1, 3}));
+  EXPECT_EQ(records_[1].payload, "third");
+  EXPECT_EQ(scan->skipped_records, 1U);
+  EXPECT_EQ(scan->skipped_bytes, second_.size());
+  EXPECT_EQ(scan->first_skipped_offset, after_first_);
+  EXPECT_EQ(scan->good_bytes, contents.size());
+  EXPECT_EQ(scan->tail_error, "");
+}
+
+TEST_F(SkipDamagedTest, ADamagedLengthIsResyncedOnTheNextGoodRecord) {
+  std::string contents = std::string(kHeader) + first_ + second_ + third_;
+  contents[after_first_ + 2] = '\x7f';  // the second record's length: 8 MB
+  files_.SetContents(kPath, contents);
+  auto scan = ReadSkipping();
+  ASSERT_TRUE(scan.has_value());
+  EXPECT_EQ(Types(), (std::vector<std::uint8_t>{1, 3}));
+  EXPECT_EQ(scan->skipped_bytes, second_.size());
+  EXPECT_EQ(scan->tail_error, "");
+}
+
+TEST_F(SkipDamagedTest, DamageWithNothingGoodAfterItIsStillATornTail) {
+  std::string contents = std::string(kHeader) + first_ + second_;
+  contents[contents.size() - 1] ^= 0x01;  // the last record's CRC
+  files_.SetContents(kPath, contents);
+  auto scan = ReadSkipping();
+  ASSERT_TRUE(scan.has_value());
+  EXPECT_EQ(Types(), (std::vector<std::uint8_t>{1}));
+  EXPECT_EQ(scan->good_bytes, after_first_);
+  EXPECT_EQ(scan->tail_error, "bad crc");
+  EXPECT_EQ(scan->skipped_records, 0U);
+  // A half-written record at the end, as a crash leaves it: the same.
+  files_.SetContents(kPath, std::string(kHeader) + first_ + second_.substr(0, 10));
+  scan = ReadSkipping();
+  ASSERT_TRUE(scan.has_value());
+  EXPECT_EQ(scan->good_bytes, after_first_);
+  EXPECT_EQ(scan->tail_error, "truncated record");
+}
+
 }  // namespace
 }  // namespace gpucanary::store

@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <system_error>
@@ -69,16 +70,23 @@ Status Store::Impl::RecoverSegments() {
   const fs::path path = chunks / SegmentFileName(active);
   std::uint64_t good = 0;
   if (fs::exists(path)) {
-    auto scan = ReadLog(files_, path, kSegmentMagic,
-                        [&](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
-                          AttachActiveRecord(type, payload, offset);
-                          return Status::Ok();
-                        });
+    auto scan = ReadLog(
+        files_, path, kSegmentMagic,
+        [&](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
+          AttachActiveRecord(type, payload, offset);
+          return Status::Ok();
+        },
+        /*skip_damaged=*/true);
     if (!scan) {
       Log("store: " + path.string() + ": " + scan.error().message() + "; starting a new segment");
       active = active + 1;
     } else {
       good = scan->good_bytes;
+      if (scan->skipped_records > 0) {
+        Log("store: " + path.string() + ": skipped " + std::to_string(scan->skipped_bytes) +
+            " damaged bytes from offset " + std::to_string(scan->first_skipped_offset) +
+            " (the chunks there are lost; the records after them are kept)");
+      }
       if (!scan->tail_error.empty()) {
         Log("store: " + path.string() + ": cut " + std::to_string(scan->file_bytes - good) +
             " bytes of torn tail at offset " + std::to_string(good) + " (" + scan->tail_error +
@@ -164,9 +172,40 @@ void Store::Impl::ReplayWalRecord(std::uint8_t type, std::string_view payload) {
 Status Store::Impl::RecoverWal() {
   std::vector<std::uint32_t> checkpoints = wal_.Checkpoints();
   std::uint32_t after = 0;
-  if (!checkpoints.empty()) {
-    after = checkpoints.back();
-    if (Status s = ReplayCheckpoint(after); !s.ok()) return s;
+  // The newest whole checkpoint. One damaged on disk is set aside and the
+  // one before it is used, with the WAL segments after it, which are kept
+  // until a newer checkpoint is installed; when those are gone too, the
+  // store refuses rather than guess what the damaged one held.
+  while (!checkpoints.empty()) {
+    const std::uint32_t n = checkpoints.back();
+    checkpoints.pop_back();
+    auto check = wal_.ReadCheckpoint(
+        n, [](std::uint8_t, std::string_view, std::uint64_t) { return Status::Ok(); });
+    if (check && check->tail_error.empty()) {
+      after = n;
+      if (Status s = ReplayCheckpoint(after); !s.ok()) return s;
+      break;
+    }
+    const fs::path path = wal_.CheckpointPath(n);
+    const std::string why = check ? check->tail_error : check.error().message();
+    const std::uint32_t base = checkpoints.empty() ? 0 : checkpoints.back();
+    const std::vector<std::uint32_t> segments = wal_.Segments();
+    bool covered = true;  // every segment from base + 1 through n is there
+    for (std::uint32_t k = base + 1; k <= n && covered; ++k) {
+      covered = std::binary_search(segments.begin(), segments.end(), k);
+    }
+    if (!covered) {
+      return Status(StatusCode::kParseError,
+                    path.string() + ": damaged checkpoint (" + why +
+                        "), and the WAL it covers is gone: moving it aside starts the store "
+                        "without the series and samples only it held");
+    }
+    std::error_code ec;
+    fs::rename(path, path.string() + ".damaged", ec);
+    Log("store: " + path.string() + ": damaged checkpoint (" + why + "); set aside as " +
+        path.filename().string() + ".damaged, recovering from " +
+        (base == 0 ? std::string("the WAL alone")
+                   : wal_.CheckpointPath(base).filename().string() + " and the WAL after it"));
   }
   std::uint32_t last = after;
   for (std::uint32_t n : wal_.Segments()) {

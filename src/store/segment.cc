@@ -156,42 +156,45 @@ Result<std::shared_ptr<SegmentIndex>> ReadSegmentIndex(const std::filesystem::pa
 
 Result<std::vector<IndexEntry>> ScanSegment(const std::filesystem::path& path,
                                             std::uint64_t* good_bytes, std::string* tail_error,
-                                            std::int64_t* mint, std::int64_t* maxt) {
+                                            std::int64_t* mint, std::int64_t* maxt,
+                                            std::uint64_t* skipped_bytes) {
   std::map<std::uint64_t, IndexEntry> by_ref;
   std::int64_t lo = std::numeric_limits<std::int64_t>::max();
   std::int64_t hi = std::numeric_limits<std::int64_t>::min();
-  auto scan =
-      ReadLog(PosixFileSystem(), path, kSegmentMagic,
-              [&](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
-                std::size_t pos = 0;
-                std::uint64_t ref = 0;
-                if (!GetVarint(payload, pos, ref)) {
-                  return Corrupt(path, "record without a series ref");
-                }
-                if (type == kSegSeriesRecord) {
-                  model::Labels labels;
-                  if (!GetLabels(payload, pos, labels)) {
-                    return Corrupt(path, "bad series record");
-                  }
-                  by_ref[ref].labels = std::move(labels);
-                  return Status::Ok();
-                }
-                if (type != kSegChunkRecord) return Corrupt(path, "unknown record type");
-                ChunkLoc c;
-                if (!GetZVarint(payload, pos, c.mint) || !GetZVarint(payload, pos, c.maxt)) {
-                  return Corrupt(path, "bad chunk record");
-                }
-                auto it = by_ref.find(ref);
-                if (it == by_ref.end()) return Corrupt(path, "chunk of an unknown series");
-                c.offset = offset + pos;
-                c.length = static_cast<std::uint32_t>(payload.size() - pos);
-                it->second.chunks.push_back(c);
-                lo = std::min(lo, c.mint);
-                hi = std::max(hi, c.maxt);
-                return Status::Ok();
-              });
+  auto scan = ReadLog(
+      PosixFileSystem(), path, kSegmentMagic,
+      [&](std::uint8_t type, std::string_view payload, std::uint64_t offset) {
+        std::size_t pos = 0;
+        std::uint64_t ref = 0;
+        if (!GetVarint(payload, pos, ref)) {
+          return Corrupt(path, "record without a series ref");
+        }
+        if (type == kSegSeriesRecord) {
+          model::Labels labels;
+          if (!GetLabels(payload, pos, labels)) {
+            return Corrupt(path, "bad series record");
+          }
+          by_ref[ref].labels = std::move(labels);
+          return Status::Ok();
+        }
+        if (type != kSegChunkRecord) return Corrupt(path, "unknown record type");
+        ChunkLoc c;
+        if (!GetZVarint(payload, pos, c.mint) || !GetZVarint(payload, pos, c.maxt)) {
+          return Corrupt(path, "bad chunk record");
+        }
+        auto it = by_ref.find(ref);
+        if (it == by_ref.end()) return Corrupt(path, "chunk of an unknown series");
+        c.offset = offset + pos;
+        c.length = static_cast<std::uint32_t>(payload.size() - pos);
+        it->second.chunks.push_back(c);
+        lo = std::min(lo, c.mint);
+        hi = std::max(hi, c.maxt);
+        return Status::Ok();
+      },
+      /*skip_damaged=*/true);
   if (!scan) return Error(scan.error());
   if (good_bytes != nullptr) *good_bytes = scan->good_bytes;
+  if (skipped_bytes != nullptr) *skipped_bytes = scan->skipped_bytes;
   if (tail_error != nullptr) *tail_error = scan->tail_error;
   if (mint != nullptr) *mint = lo;
   if (maxt != nullptr) *maxt = hi;
@@ -223,8 +226,13 @@ Result<std::unique_ptr<SealedSegment>> SealedSegment::Open(
     std::string tail;
     std::int64_t lo = 0;
     std::int64_t hi = 0;
-    auto entries = ScanSegment(seg->path_, &good, &tail, &lo, &hi);
+    std::uint64_t skipped = 0;
+    auto entries = ScanSegment(seg->path_, &good, &tail, &lo, &hi, &skipped);
     if (!entries) return Error(entries.error());
+    if (skipped > 0 && log) {
+      log("store: " + seg->path_.string() + ": " + std::to_string(skipped) +
+          " damaged bytes skipped (their chunks are lost; the rest of the segment is kept)");
+    }
     if (!tail.empty() && log) {
       log("store: " + seg->path_.string() + ": chunks after offset " + std::to_string(good) +
           " unreadable (" + tail + "), skipped");

@@ -66,10 +66,13 @@ Result<std::shared_ptr<SegmentIndex>> ReadSegmentIndex(const std::filesystem::pa
 
 // Scans a segment file's records into an index (to rebuild a missing or bad
 // index file, or to recover the active segment). `scan` gets where the good
-// records end and why the scan stopped.
+// records end and why the scan stopped. Damaged records between good ones
+// are stepped over (ReadLog's skip_damaged); `skipped_bytes` (may be null)
+// gets how many bytes they held.
 Result<std::vector<IndexEntry>> ScanSegment(const std::filesystem::path& path,
                                             std::uint64_t* good_bytes, std::string* tail_error,
-                                            std::int64_t* mint, std::int64_t* maxt);
+                                            std::int64_t* mint, std::int64_t* maxt,
+                                            std::uint64_t* skipped_bytes = nullptr);
 
 // A sealed, read-only chunk segment. Its index is loaded on demand and may
 // be released (ReleaseIndex) to bound memory. Thread-safe.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <csignal>
@@ -44,6 +45,20 @@ class StoreTest : public ::testing::Test {
     o.checkpoint_after_bytes = 32 << 10;
     o.wal_segment_bytes = 8 << 10;
     return o;
+  }
+  // 600 s of 16 series written with `o` (several checkpoints); the
+  // checkpoint files left, oldest first.
+  std::vector<fs::path> FillAndListCheckpoints(const StoreOptions& o) {
+    {
+      auto store = OpenStore(o);
+      Fill(*store, 16, 0, 600);
+    }
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir_ / "wal")) {
+      if (e.path().filename().string().starts_with("checkpoint.")) out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
   }
   std::unique_ptr<Store> OpenStore(StoreOptions o) {
     auto s = Store::Open(dir_, std::move(o));
@@ -531,32 +546,104 @@ TEST_F(StoreTest, CorruptSegmentIndexIsRebuiltFromTheSegment) {
     EXPECT_EQ(line.find("rebuilding"), std::string::npos) << line;
 }
 
-TEST_F(StoreTest, DamagedCheckpointIsAClearErrorNotACrash) {
+// Issue 22: a checkpoint with flipped bytes kept the store from starting. The
+// previous checkpoint and the WAL after it are kept until the next one, so
+// recovery falls back to them and loses nothing; only when that WAL is gone
+// too does it refuse, saying so.
+TEST_F(StoreTest, ADamagedCheckpointFallsBackToThePreviousOneAndItsWal) {
   const StoreOptions o = CheckpointingOptions();
+  const std::vector<fs::path> checkpoints = FillAndListCheckpoints(o);
+  ASSERT_EQ(checkpoints.size(), 2U);  // the newest and the one before it
+  const fs::path newest = checkpoints.back();
+  {
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(newest) / 2));
+    f << "garbage";
+  }
+  log_.clear();
   {
     auto store = OpenStore(o);
-    Fill(*store, 16, 0, 600);
+    ASSERT_NE(store, nullptr);
+    ExpectFilled(*store, 16, 0, 600);
   }
-  fs::path checkpoint;
-  for (const auto& e : fs::directory_iterator(dir_ / "wal")) {
-    if (e.path().filename().string().starts_with("checkpoint.")) checkpoint = e.path();
+  bool said = false;
+  for (const std::string& line : log_) {
+    said = said || line.find(newest.string() + ": damaged checkpoint (bad crc); set aside as") !=
+                       std::string::npos;
   }
-  ASSERT_FALSE(checkpoint.empty());
-  {
-    std::fstream f(checkpoint, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(fs::file_size(checkpoint) / 2));
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(fs::exists(newest.string() + ".damaged"));
+}
+
+TEST_F(StoreTest, ADamagedCheckpointWithoutItsWalIsAClearErrorNotACrash) {
+  const StoreOptions o = CheckpointingOptions();
+  const std::vector<fs::path> checkpoints = FillAndListCheckpoints(o);
+  ASSERT_FALSE(checkpoints.empty());
+  // Both damaged: the older one's WAL is long gone.
+  for (const fs::path& c : checkpoints) {
+    std::fstream f(c, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(c) / 2));
     f << "garbage";
   }
   auto store = Store::Open(dir_, o);
   ASSERT_FALSE(store.has_value());
   EXPECT_EQ(store.error().code(), StatusCode::kParseError);
-  EXPECT_NE(store.error().message().find(checkpoint.string() + ": damaged checkpoint"),
+  EXPECT_NE(store.error().message().find(checkpoints.front().string() +
+                                         ": damaged checkpoint (bad crc), and the WAL it "
+                                         "covers is gone"),
             std::string::npos)
       << store.error().message();
-  // Moved aside, the store opens without what only the checkpoint held.
-  fs::rename(checkpoint, dir_ / "damaged-checkpoint");
+  // The newest was set aside on the way (checkpoint.N.damaged); the older
+  // one, moved aside too, lets the store open without what only they held.
+  EXPECT_TRUE(fs::exists(checkpoints.back().string() + ".damaged"));
+  fs::rename(checkpoints.front(), dir_ / checkpoints.front().filename());
   store = Store::Open(dir_, o);
   ASSERT_TRUE(store.has_value()) << store.error().ToString();
+}
+
+// Issue 22: one flipped byte in a chunk segment cut the segment there, and
+// every chunk after it was lost (54% of one in the report). Now only the
+// damaged record's chunk goes; a checkpoint has dropped the WAL that held
+// them, so nothing else could bring them back.
+TEST_F(StoreTest, AFlippedByteInAChunkSegmentLosesOneChunkNotTheRest) {
+  StoreOptions o = CheckpointingOptions();
+  o.max_chunk_samples = 16;
+  constexpr int kSeries = 16;
+  constexpr int kSeconds = 480;
+  {
+    auto store = OpenStore(o);
+    Fill(*store, kSeries, 0, kSeconds);
+  }
+  const fs::path segment = dir_ / "chunks" / "00000001";
+  ASSERT_TRUE(fs::exists(segment));
+  const auto size = fs::file_size(segment);
+  ASSERT_GT(size, 4096U);
+  {
+    std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(size / 3));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(size / 3));
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  log_.clear();
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  auto got = store->Select(
+      {*model::Matcher::Make(model::Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_SM_CLOCK")}, 0,
+      1LL << 50);
+  ASSERT_TRUE(got.has_value());
+  std::size_t kept = 0;
+  for (const SeriesSamples& series : *got) kept += series.samples.size();
+  const std::size_t written = std::size_t{kSeries} * kSeconds;
+  // At most one chunk (16 samples) lost, not everything after the flip.
+  EXPECT_GE(kept, written - o.max_chunk_samples) << "kept " << kept << " of " << written;
+  EXPECT_LT(kept, written);  // the flip did land on a chunk
+  bool said = false;
+  for (const std::string& line : log_) {
+    said = said || (line.find("damaged bytes from offset") != std::string::npos &&
+                    line.find("the records after them are kept") != std::string::npos);
+  }
+  EXPECT_TRUE(said);
 }
 
 TEST_F(StoreTest, LabelNamesAndValues) {

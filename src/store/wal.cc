@@ -81,12 +81,19 @@ Status Wal::InstallCheckpoint(std::uint32_t covers, std::string_view bytes) {
   pending_series_.clear();
   if (Status s = OpenSegment(covers + 1); !s.ok()) return s;
   since_checkpoint_ = 0;
+  // The previous checkpoint and the WAL segments after it stay until the
+  // next checkpoint: should this one be damaged on disk, recovery falls back
+  // to them (docs/storage-format.md, "Recovery").
+  std::uint32_t previous = 0;
+  for (std::uint32_t n : Checkpoints()) {
+    if (n < covers) previous = std::max(previous, n);
+  }
   std::error_code ec;
   for (std::uint32_t n : Segments()) {
-    if (n <= covers) fs::remove(SegmentPath(n), ec);
+    if (n <= previous) fs::remove(SegmentPath(n), ec);
   }
   for (std::uint32_t n : Checkpoints()) {
-    if (n < covers) fs::remove(CheckpointPath(n), ec);
+    if (n < previous) fs::remove(CheckpointPath(n), ec);
   }
   return Status::Ok();
 }
