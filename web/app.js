@@ -46,7 +46,14 @@ function renderStatus(targets, metrics) {
   const status = $('daemon-status');
   if (targets.status === 'rejected') {
     status.className = 'status error';
-    setText(status, `Daemon unreachable (${targets.reason.message})`);
+    // 401 and 403 come from a daemon that answers: it wants a token.
+    const refused = targets.reason.status === 401 || targets.reason.status === 403;
+    setText(
+      status,
+      refused
+        ? `Daemon answering, but it needs an API token (${targets.reason.message})`
+        : `Daemon unreachable (${targets.reason.message})`,
+    );
   } else {
     const active = targets.value.activeTargets;
     const up = active.filter((t) => t.health === 'up').length;

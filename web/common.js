@@ -90,6 +90,7 @@ export async function getJson(path, { optional = false } = {}) {
     response.ok ? `${where}: ${body?.error ?? 'error'}` : `${where}: HTTP ${response.status}`,
   );
   error.reason = body?.error ?? `HTTP ${response.status}`;
+  error.status = response.status;
   throw error;
 }
 

@@ -34,6 +34,8 @@ try {
   await page.waitForSelector('#token-form:not([hidden])', { timeout: 10000 });
   const asked = await page.textContent('#token-note');
   expect(asked.includes('needs an API token'), `the form says: ${asked}`);
+  const status = await page.textContent('#daemon-status');
+  expect(status.startsWith('Daemon answering, but it needs an API token'), `the status says: ${status}`);
   expect(seen.problems.some((p) => p.startsWith('HTTP 401')), 'no read got 401');
   expect(!seen.problems.some((p) => /HTTP 401: .*\/assets\//.test(p)), 'an asset needed a token');
 
