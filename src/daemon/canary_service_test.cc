@@ -8,10 +8,8 @@
 #include "daemon/canary_service.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -24,6 +22,7 @@
 #include "actions/test_util.h"
 #include "analysis/replay/replay.h"
 #include "canary/test_util.h"
+#include "store/file_size_limit.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -397,19 +396,16 @@ TEST_F(CanaryServiceTest, ACanaryRunningWhileTheStoreCannotWriteSaysSo) {
   service_->manager().StopThread();
   ASSERT_TRUE(Announce(kRelease).has_value());
   RunUntil(kSimStart + 25);
-  // One write that fails for real: RLIMIT_FSIZE makes write(2) fail (EFBIG).
-  std::signal(SIGXFSZ, SIG_IGN);
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit tiny = old;
-  tiny.rlim_cur = 1;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
-  auto app = store_->NewAppender();
-  auto ref = app->Series({{"__name__", "lost"}, {"job", "x"}});
-  const bool kept = ref.has_value() && app->Append(*ref, (kSimStart + 25) * 1000, 1).ok() &&
-                    app->Commit().has_value();
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
-  std::signal(SIGXFSZ, SIG_DFL);
+  // One write that fails for real (EFBIG, store/file_size_limit.h).
+  bool kept = true;
+  {
+    const store::FileSizeLimit limit(1);
+    ASSERT_TRUE(limit.ok());
+    auto app = store_->NewAppender();
+    auto ref = app->Series({{"__name__", "lost"}, {"job", "x"}});
+    kept = ref.has_value() && app->Append(*ref, (kSimStart + 25) * 1000, 1).ok() &&
+           app->Commit().has_value();
+  }
   ASSERT_FALSE(kept);
   RunUntil(kSimStart + 30);
   const Json canary = Json::parse(Call("GET", "/api/v1/canaries/fp8-kernel").body).at("data");

@@ -6,16 +6,15 @@
 #include "store/record_log.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "store/file_size_limit.h"
 #include "store/memory_file.h"
 
 namespace gpucanary::store {
@@ -326,15 +325,12 @@ TEST_F(PosixRecordLogTest, AWriteTheKernelRefusesPartWayIsCutBack) {
 
   // A file size limit 5 bytes past the end: the kernel takes 5 bytes of the
   // next record, then refuses the rest (EFBIG; SIGXFSZ ignored).
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  auto* const old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit limited = saved;
-  limited.rlim_cur = good + 5;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
-  const Status s = log->Write(Frame(2, "this one does not fit"));
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, old_handler);
+  Status s;
+  {
+    const FileSizeLimit limit(good + 5);
+    ASSERT_TRUE(limit.ok());
+    s = log->Write(Frame(2, "this one does not fit"));
+  }
 
   EXPECT_EQ(s.code(), StatusCode::kIoError);
   EXPECT_EQ(s.message().rfind(path.string() + ": write: ", 0), 0U) << s.message();

@@ -1,14 +1,12 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +14,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "store/file_size_limit.h"
 
 namespace gpucanary::store {
 namespace {
@@ -676,19 +676,15 @@ TEST(StoreWriteFailureTest, WritesThatFailAreCountedAndLoggedOnceAMinute) {
     ASSERT_TRUE(app->Commit().has_value());
     EXPECT_EQ((*store)->write_failures().count, 0U);
 
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit old{};
-    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-    rlimit tiny = old;
-    tiny.rlim_cur = 1;  // any write past the first byte of a file fails
-    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
     std::vector<bool> failed;
-    for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(app->Append(*ref, 2000 + i * 1000, 2).ok());
-      failed.push_back(!app->Commit().has_value());
+    {
+      const FileSizeLimit limit(1);  // any write past the first byte of a file fails
+      ASSERT_TRUE(limit.ok());
+      for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(app->Append(*ref, 2000 + i * 1000, 2).ok());
+        failed.push_back(!app->Commit().has_value());
+      }
     }
-    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
-    std::signal(SIGXFSZ, SIG_DFL);
     EXPECT_EQ(failed, (std::vector<bool>{true, true, true}));
     const WriteFailures w = (*store)->write_failures();
     EXPECT_EQ(w.count, 3U);
