@@ -74,8 +74,40 @@ export function el(tag, attrs = {}, ...children) {
 // The `data` of a daemon API answer. A failure throws an Error whose
 // `reason` is the daemon's own words when it sent them (a 400 says which
 // parameter is wrong and why), for views that show them.
+// Queries (`api/v1/query`, `query_range`, `series`, `labels`, `label/…`)
+// go out at most QUERY_SLOTS at a time, as many as the daemon runs at once
+// by default (`query.max_concurrency`): a view that draws ten charts queues
+// its queries here rather than in the daemon's queue, which other clients
+// share.
+const QUERY_SLOTS = 2;
+let queriesRunning = 0;
+const queryQueue = [];
+async function querySlot() {
+  if (queriesRunning < QUERY_SLOTS) {
+    queriesRunning += 1;
+    return;
+  }
+  await new Promise((resolve) => queryQueue.push(resolve));  // the slot is handed over
+}
+function releaseQuerySlot() {
+  const next = queryQueue.shift();
+  if (next) next();
+  else queriesRunning -= 1;
+}
+const isQuery = (path) => /^api\/v1\/(query|query_range|series|labels|label\/)/.test(path);
+
 export async function getJson(path, { optional = false } = {}) {
-  const response = await fetch(path, requestOptions());
+  let response;
+  if (isQuery(path)) {
+    await querySlot();
+    try {
+      response = await fetch(path, requestOptions());
+    } finally {
+      releaseQuerySlot();
+    }
+  } else {
+    response = await fetch(path, requestOptions());
+  }
   if (response.status === 401) askForToken();
   if (optional && response.status === 404) return null;
   const where = path.split('?')[0];

@@ -192,6 +192,9 @@ Status Daemon::Impl::Start() {
   QueryApiOptions qo;
   qo.max_samples = config_.query.max_samples;
   qo.max_concurrency = config_.query.max_concurrency;
+  // Waiting queries hold handler threads too: one is always left for writes
+  // (release posts, remote_write, canary control).
+  qo.max_queued = std::max(0, config_.http.handler_threads - config_.query.max_concurrency - 1);
   query_ = std::make_unique<QueryApi>(*store_, clock_, qo);
   correlate_ =
       std::make_unique<CorrelateApi>(*store_, *meta_, clock_, config_.canary.history_prometheus);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -480,43 +480,11 @@ constexpr std::array<Endpoint, 5> kEndpoints = {{
     {"/api/v1/label/{name...}/values", &LabelValues},
 }};
 
-// One of max_concurrency slots, held while it lives; none when all are
-// taken (Prometheus waits for one; here the caller answers 503 at once).
-class Slot {
- public:
-  Slot(std::atomic<int>& running, int max) : running_(running) {
-    // Taken only below the limit, never counted over it even for a moment
-    // (a refused query must not make a concurrent one look over it too).
-    int n = running_.load(std::memory_order_relaxed);
-    while (n < max && !running_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) {
-    }
-    held_ = n < max;
-  }
-  ~Slot() {
-    if (held_) running_.fetch_sub(1, std::memory_order_acq_rel);
-  }
-  Slot(const Slot&) = delete;
-  Slot& operator=(const Slot&) = delete;
-  bool held() const { return held_; }
-
- private:
-  std::atomic<int>& running_;
-  bool held_ = false;
-};
-
 // The steps every endpoint shares: a slot, its parameters, the time, the
 // envelope.
-void Serve(const store::Store& store, const QueryApiOptions& options, std::atomic<int>& running,
-           const Clock& clock, AnswerFn answer, const net::HttpRequest& request,
-           std::string_view arg, net::HttpResponse& response) {
-  const Slot slot(running, options.max_concurrency);
-  if (!slot.held()) {
-    ReplyApiError(response, 503, "unavailable",
-                  "too many concurrent queries (query.max_concurrency: " +
-                      std::to_string(options.max_concurrency) + "); try again");
-    response.headers.emplace_back("Retry-After", "1");
-    return;
-  }
+void Serve(const store::Store& store, const QueryApiOptions& options, const Clock& clock,
+           AnswerFn answer, const net::HttpRequest& request, std::string_view arg,
+           net::HttpResponse& response) {
   if (options.on_slot_taken) options.on_slot_taken();
   Result<Params> params = ReadParams(request);
   if (!params) {
@@ -541,9 +509,51 @@ QueryApi::QueryApi(const store::Store& store, const Clock& clock, QueryApiOption
         "GET, POST", e.pattern,
         [this, &store, &clock, answer = e.answer](
             const net::HttpRequest& request, std::string_view arg, net::HttpResponse& response) {
-          Serve(store, options_, running_, clock, answer, request, arg, response);
+          const Slot slot(options_, gate_);
+          if (!slot.held()) {
+            ReplyApiError(response, 503, "unavailable",
+                          "too many concurrent queries (query.max_concurrency: " +
+                              std::to_string(options_.max_concurrency) + ", " +
+                              std::to_string(options_.max_queued) + " waiting at most); try again");
+            response.headers.emplace_back("Retry-After", "1");
+            return;
+          }
+          Serve(store, options_, clock, answer, request, arg, response);
         });
   }
+}
+
+// One of max_concurrency slots, held while it lives: taken at once when one
+// is free, else after waiting (one of max_queued waiters, queue_wait_ms at
+// most); none when the queue is full or the wait ran out.
+QueryApi::Slot::Slot(const QueryApiOptions& options, Gate& gate) : gate_(gate) {
+  MutexLock lock(gate.mu);
+  if (gate.running < options.max_concurrency) {
+    ++gate.running;
+    held_ = true;
+    return;
+  }
+  if (gate.waiting >= options.max_queued) return;
+  ++gate.waiting;
+  held_ = gate.freed.WaitFor(
+      gate.mu, std::chrono::milliseconds(options.queue_wait_ms),
+      [&]() REQUIRES(gate.mu) { return gate.running < options.max_concurrency; });
+  --gate.waiting;
+  if (held_) ++gate.running;
+}
+
+QueryApi::Slot::~Slot() {
+  if (!held_) return;
+  {
+    MutexLock lock(gate_.mu);
+    --gate_.running;
+  }
+  gate_.freed.NotifyOne();
+}
+
+int QueryApi::waiting_for_a_slot() const {
+  MutexLock lock(gate_.mu);
+  return gate_.waiting;
 }
 
 bool QueryApi::Handle(const net::HttpRequest& request, net::HttpResponse& response) const {

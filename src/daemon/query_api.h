@@ -25,17 +25,21 @@
 // Expensive reads are bounded as in Prometheus: a query may hold at most
 // max_samples points (--query.max-samples; 422 execution "query processing
 // would load too many samples into memory in query execution"), and at most
-// max_concurrency queries run at once (--query.max-concurrency; the others
-// get 503 unavailable with "Retry-After: 1" at once rather than wait, since
-// a waiting query would hold one of the daemon's few handler threads).
+// max_concurrency queries run at once (--query.max-concurrency). As in
+// Prometheus, a query over that limit waits for a slot: up to max_queued
+// queries wait, each at most queue_wait_ms (a waiting query holds one of the
+// daemon's handler threads, so the daemon sizes max_queued to leave one free
+// for writes); a query beyond those, or one whose wait ran out, gets 503
+// unavailable with "Retry-After: 1". A page drawing ten charts at once is
+// served, more slowly, rather than shown ten errors.
 //
 // Thread-safe.
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "daemon/router.h"
 #include "net/http_message.h"
 #include "store/store.h"
@@ -52,8 +56,12 @@ struct QueryApiOptions {
   // samples of about 1,400 series) keeps one answer near 200 MB on a node whose
   // memory belongs to its GPUs' jobs (docs/configuration.md).
   std::uint64_t max_samples = 5'000'000;
-  // Queries (every endpoint above) running at once; more get 503.
+  // Queries (every endpoint above) running at once; more wait (below).
   int max_concurrency = 2;
+  // Queries waiting for a slot at once; more get 503 at once.
+  int max_queued = 0;
+  // How long a query waits for a slot before it gets 503.
+  int queue_wait_ms = 10'000;
   // Tests: called by each query that got its slot, before it reads the store.
   std::function<void()> on_slot_taken;
 };
@@ -70,9 +78,33 @@ class QueryApi {
   // them.
   bool Handle(const net::HttpRequest& request, net::HttpResponse& response) const;
 
+  // Queries waiting for a slot now.
+  int waiting_for_a_slot() const;
+
  private:
+  // The query slots: max_concurrency running, max_queued waiting.
+  struct Gate {
+    Mutex mu;
+    CondVar freed;
+    int running GUARDED_BY(mu) = 0;
+    int waiting GUARDED_BY(mu) = 0;
+  };
+
+  class Slot {
+   public:
+    Slot(const QueryApiOptions& options, Gate& gate);
+    ~Slot();
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    bool held() const { return held_; }
+
+   private:
+    Gate& gate_;
+    bool held_ = false;
+  };
+
   const QueryApiOptions options_;
-  std::atomic<int> running_{0};  // queries holding a slot
+  mutable Gate gate_;
   Router router_;
 };
 

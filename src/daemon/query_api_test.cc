@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <latch>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -350,16 +351,18 @@ TEST_F(QueryApiTest, ARangeQueryTakesEachStepsNewestSampleWithinTheLookback) {
   }
 }
 
-// --query.max-concurrency: queries over the limit are answered 503
-// unavailable at once (they would otherwise hold the daemon's handler
-// threads while they wait); the limit counts queries, so the next one after
-// a query ends is served.
-TEST_F(QueryApiTest, QueriesOverTheConcurrencyLimitGet503) {
+// --query.max-concurrency: a query over the limit waits for a slot (one
+// waiter here), and is served once the running one ends; a query beyond the
+// queue, or one whose wait runs out, is answered 503 unavailable. The limit
+// counts every endpoint of the query API.
+TEST_F(QueryApiTest, QueriesOverTheConcurrencyLimitWaitThenGet503) {
   std::latch entered(1);
   std::latch release(1);
   std::atomic<int> hooks{0};
   QueryApiOptions o;
   o.max_concurrency = 1;
+  o.max_queued = 1;
+  o.queue_wait_ms = 60'000;  // the waiter is released by the test, not by time
   o.on_slot_taken = [&] {
     if (hooks.fetch_add(1) == 0) {
       entered.count_down();
@@ -369,34 +372,78 @@ TEST_F(QueryApiTest, QueriesOverTheConcurrencyLimitGet503) {
   QueryApi api(*store_, clock_, o);
   const std::string query = "/api/v1/query?query=DCGM_FI_DEV_SM_CLOCK&time=" + At(299);
   std::thread first([&] { EXPECT_EQ(Ask(api, query).status, 200); });
+  std::atomic<int> waiter_status{0};
+  std::thread waiter;
   struct Finally {  // on every path out, so that a failure cannot hang the test
     std::latch& release;
     std::thread& first;
+    std::thread& waiter;
     ~Finally() {
       if (first.joinable()) {
         release.count_down();
         first.join();
       }
+      if (waiter.joinable()) waiter.join();
     }
-  } finally{release, first};
-  // The first query holds the only slot.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!entered.try_wait() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_TRUE(entered.try_wait());
+  } finally{release, first, waiter};
+  const auto wait_until = [](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return done();
+  };
+  // The first query holds the only slot; the second waits for it.
+  ASSERT_TRUE(wait_until([&] { return entered.try_wait(); }));
+  waiter = std::thread([&] { waiter_status = Ask(api, "/api/v1/labels").status; });
+  ASSERT_TRUE(wait_until([&] { return api.waiting_for_a_slot() == 1; }));
+  // The queue is full: the third is turned away at once.
   for (const std::string& target : {query, std::string("/api/v1/labels")}) {
     const net::HttpResponse busy = Ask(api, target);
     EXPECT_EQ(busy.status, 503) << target;
     EXPECT_EQ(busy.Header("retry-after"), "1");
     Json j = Json::parse(busy.body, nullptr, false);
     EXPECT_EQ(j["errorType"], "unavailable");
-    EXPECT_EQ(j["error"], "too many concurrent queries (query.max_concurrency: 1); try again");
+    EXPECT_EQ(j["error"],
+              "too many concurrent queries (query.max_concurrency: 1, 1 waiting at most); "
+              "try again");
   }
+  EXPECT_EQ(waiter_status.load(), 0);  // still waiting
   release.count_down();
   first.join();
-  EXPECT_EQ(Ask(api, query).status, 200);  // the slot is free again
-  EXPECT_EQ(hooks.load(), 2);
+  waiter.join();
+  EXPECT_EQ(waiter_status.load(), 200);    // served once the slot was free
+  EXPECT_EQ(Ask(api, query).status, 200);  // and the slot is free again
+  EXPECT_EQ(hooks.load(), 3);
+}
+
+// A query that waits longer than queue_wait_ms for a slot gets 503.
+TEST_F(QueryApiTest, AWaitForASlotEndsIn503WhenItRunsOut) {
+  std::latch entered(1);
+  std::latch release(1);
+  QueryApiOptions o;
+  o.max_concurrency = 1;
+  o.max_queued = 4;
+  o.queue_wait_ms = 50;
+  std::atomic<int> hooks{0};
+  o.on_slot_taken = [&] {
+    if (hooks.fetch_add(1) == 0) {
+      entered.count_down();
+      release.wait();
+    }
+  };
+  QueryApi api(*store_, clock_, o);
+  std::thread first([&] { EXPECT_EQ(Ask(api, "/api/v1/labels").status, 200); });
+  entered.wait();
+  const auto started = std::chrono::steady_clock::now();
+  const net::HttpResponse busy = Ask(api, "/api/v1/labels");
+  const auto waited = std::chrono::steady_clock::now() - started;
+  release.count_down();
+  first.join();
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_GE(waited, std::chrono::milliseconds(50));  // it did wait
+  EXPECT_EQ(api.waiting_for_a_slot(), 0);
+  EXPECT_EQ(hooks.load(), 1);
 }
 
 // The `http:` and `query:` sections of the serve configuration
@@ -407,7 +454,7 @@ TEST(ServeConfigLimitsTest, DefaultsAndValues) {
   EXPECT_EQ(d->http.max_connections, 512U);
   EXPECT_EQ(d->http.max_connections_per_client, 64U);
   EXPECT_EQ(d->http.idle_timeout_s, 30);
-  EXPECT_EQ(d->http.handler_threads, 4);
+  EXPECT_EQ(d->http.handler_threads, 8);
   EXPECT_EQ(d->query.max_samples, 5'000'000U);
   EXPECT_EQ(d->query.max_concurrency, 2);
   auto c = ParseServeConfig(

@@ -173,13 +173,14 @@ Status ReadAuth(const Reporter& r, const YAML::Node& node, const std::string& ba
                 ServeConfig& out) {
   auto fields = Fields::Read(r, node, "auth", kAuthKeys);
   if (!fields) return fields.error();
-  std::vector<const YAML::Node*> token_nodes;  // where each token was given, for duplicates
+  // Where each token was given: marks, as the nodes die with their Fields.
+  std::vector<YAML::Mark> token_marks;
   auto token = config::ReadToken(r, *fields, base, "auth");
   if (!token) return token.error();
   if (!token->empty()) {
     out.auth.tokens.push_back({"default", TokenScope::kAdmin, std::move(*token)});
     const YAML::Node* at = fields->Find("token");
-    token_nodes.push_back(at != nullptr ? at : fields->Find("token_file"));
+    token_marks.push_back((at != nullptr ? at : fields->Find("token_file"))->Mark());
   }
   if (const YAML::Node* list = fields->Find("tokens")) {
     if (!list->IsSequence()) return r.Fail(*list, "auth.tokens", "expected a list of tokens");
@@ -218,14 +219,14 @@ Status ReadAuth(const Reporter& r, const YAML::Node& node, const std::string& ba
       }
       t.token = std::move(*value);
       const YAML::Node* at = entry->Find("token");
-      token_nodes.push_back(at != nullptr ? at : entry->Find("token_file"));
+      token_marks.push_back((at != nullptr ? at : entry->Find("token_file"))->Mark());
       out.auth.tokens.push_back(std::move(t));
     }
   }
   for (std::size_t i = 0; i < out.auth.tokens.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (out.auth.tokens[i].token == out.auth.tokens[j].token) {
-        return r.Fail(*token_nodes[i], out.auth.tokens[i].name,
+        return r.Fail(token_marks[i], out.auth.tokens[i].name,
                       "the same token as " + out.auth.tokens[j].name +
                           ": each token needs its own value (its scope decides what it may do)");
       }
@@ -404,7 +405,7 @@ Status ReadPublish(const Reporter& r, const YAML::Node& node, const std::string&
 // together, as the query concurrency must stay below the handler threads.
 Status ReadLimits(const Reporter& r, const YAML::Node* http, const YAML::Node* query,
                   ServeConfig& out) {
-  const YAML::Node* per_client = nullptr;
+  std::optional<YAML::Mark> per_client_at;  // a mark: the Node lives in `fields`
   YAML::Mark threads_at = YAML::Mark::null_mark();
   if (http != nullptr) {
     auto fields = Fields::Read(r, *http, "http", kHttpKeys);
@@ -419,7 +420,9 @@ Status ReadLimits(const Reporter& r, const YAML::Node* http, const YAML::Node* q
         *value = static_cast<std::size_t>(*v);
       }
     }
-    per_client = fields->Find("max_connections_per_client");
+    if (const YAML::Node* n = fields->Find("max_connections_per_client")) {
+      per_client_at = n->Mark();
+    }
     if (const YAML::Node* n = fields->Find("idle_timeout")) {
       auto seconds = config::ReadDuration(r, *n, "http.idle_timeout");
       if (!seconds) return seconds.error();
@@ -436,10 +439,10 @@ Status ReadLimits(const Reporter& r, const YAML::Node* http, const YAML::Node* q
     }
   }
   if (out.http.max_connections_per_client > out.http.max_connections) {
-    if (per_client == nullptr) {  // the default, above a small max_connections
+    if (!per_client_at) {  // the default, above a small max_connections
       out.http.max_connections_per_client = out.http.max_connections;
     } else {
-      return r.Fail(*per_client, "http.max_connections_per_client",
+      return r.Fail(*per_client_at, "http.max_connections_per_client",
                     "must not exceed http.max_connections (" +
                         std::to_string(out.http.max_connections) + ")");
     }

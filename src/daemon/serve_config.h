@@ -72,7 +72,7 @@ struct HttpConfig {
   std::size_t max_connections = 512;            // open at once; more get 503
   std::size_t max_connections_per_client = 64;  // from one IP address; more get 429
   int idle_timeout_s = 30;                      // keep-alive wait for the next request
-  int handler_threads = 4;                      // threads answering everything but /-/ health
+  int handler_threads = 8;                      // threads answering everything but /-/ health
 };
 
 // The query API's limits (`query:`, daemon/query_api.h).

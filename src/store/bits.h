@@ -191,8 +191,10 @@ inline std::int64_t UnZigZag(std::uint64_t v) {
 }
 inline void PutZVarint(std::string& out, std::int64_t v) { PutVarint(out, ZigZag(v)); }
 
-// a + b with two's-complement wrap-around: decoding corrupt input must not be
-// undefined behaviour (valid input never wraps).
+// a + b and a - b with two's-complement wrap-around. Deltas of valid data
+// wrap at the extremes (a WAL record with one sample near the minimum
+// timestamp and the next near the maximum); the wrapped delta decodes back
+// exactly, and decoding corrupt input is never undefined behaviour.
 inline std::int64_t WrapAdd(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
 }

@@ -17,8 +17,8 @@ void EncodeSamples(std::span<const PendingSample* const> samples, std::string& p
   std::int64_t prev_ref = 0;
   std::int64_t prev_t = 0;
   for (const PendingSample* p : samples) {
-    PutZVarint(payload, static_cast<std::int64_t>(p->ref) - prev_ref);
-    PutZVarint(payload, p->t - prev_t);
+    PutZVarint(payload, WrapSub(static_cast<std::int64_t>(p->ref), prev_ref));
+    PutZVarint(payload, WrapSub(p->t, prev_t));
     PutFixed64(payload, p->bits);
     prev_ref = static_cast<std::int64_t>(p->ref);
     prev_t = p->t;
