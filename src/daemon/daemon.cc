@@ -65,8 +65,9 @@ class Daemon::Impl {
   // node: the only sources that choose and feed canaries, and what
   // remote_write may not write.
   std::vector<std::string> OwnInstances() const;
-  // meta.sqlite copied to meta.sqlite.bak (at start, every retention pass
-  // and at stop), so that a lost or damaged database can be restored.
+  // meta.sqlite copied to meta.sqlite.bak (at start, at every store
+  // checkpoint, every retention pass and at stop), so that a lost or damaged
+  // database can be restored.
   void BackupMetadata();
   std::string TargetsJson() const;
   void RetentionLoop();
@@ -97,6 +98,7 @@ class Daemon::Impl {
   // then, while the store recovers, Handle reads none of them (acquire) and
   // answers only /-/healthy.
   std::atomic<bool> ready_{false};
+  std::atomic<bool> checkpointed_{false};  // a store checkpoint since the last backup
 };
 
 Status Daemon::Impl::Start() {
@@ -149,6 +151,16 @@ Status Daemon::Impl::Start() {
   so.retention_bytes = config_.retention_bytes;
   so.max_series = config_.max_series;
   so.log = options_.log;
+  if (options_.store_checkpoint_after_bytes > 0) {
+    so.checkpoint_after_bytes = options_.store_checkpoint_after_bytes;
+  }
+  // Metadata is backed up at every store checkpoint (and each retention
+  // pass): the background loop does it, woken here. A wake-up lost between
+  // its check and its wait only delays the backup to the next pass.
+  so.on_checkpoint = [this] {
+    checkpointed_.store(true, std::memory_order_release);
+    cv_.NotifyAll();
+  };
   auto store = store::Store::Open(config_.data_dir, so);
   if (!store) return store.error();
   store_ = std::move(*store);
@@ -314,12 +326,20 @@ std::vector<std::string> Daemon::Impl::OwnInstances() const {
 
 void Daemon::Impl::RetentionLoop() {
   MutexLock lock(mu_);
+  const auto interval = std::chrono::milliseconds(options_.retention_interval_ms);
+  auto next_pass = std::chrono::steady_clock::now() + interval;
   while (!stopping_) {
-    cv_.WaitFor(mu_, std::chrono::milliseconds(options_.retention_interval_ms));
+    cv_.WaitFor(mu_, next_pass - std::chrono::steady_clock::now());
     if (stopping_) break;
+    const bool pass = std::chrono::steady_clock::now() >= next_pass;
+    const bool checkpointed = checkpointed_.exchange(false, std::memory_order_acq_rel);
+    if (!pass && !checkpointed) continue;
     lock.Unlock();
-    if (Status s = store_->ApplyRetention(clock_.NowMs()); !s.ok()) {
-      Log("serve: retention: " + s.message());
+    if (pass) {
+      if (Status s = store_->ApplyRetention(clock_.NowMs()); !s.ok()) {
+        Log("serve: retention: " + s.message());
+      }
+      next_pass = std::chrono::steady_clock::now() + interval;
     }
     BackupMetadata();
     lock.Lock();
@@ -400,6 +420,10 @@ std::string Daemon::Impl::Metrics() const {
                "Chunk segment bytes on disk.", static_cast<double>(st.segment_bytes));
   AppendMetric(metrics, "gpucanary_store_wal_bytes", model::MetricType::kGauge,
                "WAL and checkpoint bytes on disk.", static_cast<double>(st.wal_bytes));
+  AppendMetric(metrics, "gpucanary_store_damaged_chunks_skipped_total", model::MetricType::kCounter,
+               "Chunk reads left out of answers because the chunk's record on disk failed its "
+               "CRC (damage after it was written): no data there, never invented values.",
+               static_cast<double>(st.damaged_chunks_skipped));
   const net::HttpServer::Stats hs = http_->stats();
   AppendMetric(metrics, "gpucanary_http_open_connections", model::MetricType::kGauge,
                "Connections open to the API now.", static_cast<double>(hs.open_connections));

@@ -35,6 +35,9 @@ struct DaemonOptions {
   // meta.sqlite.damaged-<ms>). Off: the daemon refuses to start then
   // (`serve --empty-metadata`, docs/configuration.md).
   bool empty_metadata = false;
+  // The store checkpoints after this many bytes of WAL (0: the store's
+  // default, 128 MiB). Tests make it small to see what a checkpoint does.
+  std::uint64_t store_checkpoint_after_bytes = 0;
 };
 
 class Daemon {

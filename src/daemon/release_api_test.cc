@@ -23,6 +23,8 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/url.h"
+#include "remote/write_request.h"
+#include "store/meta_db.h"
 
 namespace gpucanary::daemon {
 namespace {
@@ -491,6 +493,50 @@ TEST_F(MetadataTest, AMissingDatabaseBesideTelemetryIsRefusedUnlessToldToStartEm
   auto empty = Restart(true);
   ASSERT_TRUE(empty.has_value()) << empty.error().message();
   EXPECT_NE(Log().find("meta.sqlite was missing: starting with empty metadata"), std::string::npos);
+}
+
+// The backup follows the store's checkpoints: after one, meta.sqlite.bak
+// holds what was posted before it, with no wait for the next retention pass
+// (a minute) or a clean stop (a kill -9 gives none).
+TEST_F(MetadataTest, MetadataIsBackedUpAtEveryStoreCheckpoint) {
+  ServeConfig config;
+  config.listen_port = 0;
+  config.data_dir = dir_.string();
+  DaemonOptions options;
+  options.store_checkpoint_after_bytes = 1;  // every WAL write checkpoints
+  options.retention_interval_ms = 3'600'000;
+  auto d = Daemon::Start(config, clock_, options);
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  daemon_ = std::move(*d);
+  url_ = "http://127.0.0.1:" + std::to_string(daemon_->port());
+  ASSERT_EQ(Post(R"({"id":"r1","started_at":1})").status, 201);
+  // The start's backup holds no r1; the next one comes from a checkpoint.
+  fs::remove(dir_ / "meta.sqlite.bak");
+  remote::WriteRequest write;
+  write.timeseries.push_back({{{"__name__", "up"}, {"instance", "agent:9100"}, {"job", "x"}},
+                              {{clock_.NowMs(), 1.0}},
+                              0,
+                              0});
+  net::FetchOptions o;
+  o.method = "POST";
+  o.content_type = "application/x-protobuf";
+  o.headers = {{"Content-Encoding", "snappy"}};
+  o.body = remote::EncodeWriteRequest(write);
+  auto written = net::Fetch(url_ + "/api/v1/write", o);
+  ASSERT_TRUE(written.has_value()) << written.error().message();
+  ASSERT_EQ(written->status, 204) << written->body;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!fs::exists(dir_ / "meta.sqlite.bak") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(fs::exists(dir_ / "meta.sqlite.bak"));
+  // SQLite's backup writes the copy whole before it is renamed into place
+  // (store::MetaDb::Backup), so it is complete once it exists.
+  auto bak = store::MetaDb::Open(dir_ / "meta.sqlite.bak");
+  ASSERT_TRUE(bak.has_value()) << bak.error().message();
+  auto r1 = (*bak)->GetRelease("r1");
+  ASSERT_TRUE(r1.has_value()) << r1.error().message();
+  EXPECT_TRUE(r1->has_value());
 }
 
 TEST_F(MetadataTest, ADamagedDatabaseIsRefusedAndKeptAsideWhenStartingEmpty) {

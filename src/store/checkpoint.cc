@@ -64,7 +64,9 @@ Status Store::Impl::CheckpointLocked() {
     const HeadSeries& s = head_.at(ref);
     checkpoint.Add(s.ref, head_.LabelsOf(s), s.open);
   }
-  return wal_.InstallCheckpoint(covers, checkpoint.bytes());
+  if (Status s = wal_.InstallCheckpoint(covers, checkpoint.bytes()); !s.ok()) return s;
+  if (options_.on_checkpoint) options_.on_checkpoint();
+  return Status::Ok();
 }
 
 Status Store::Impl::Checkpoint() {

@@ -130,6 +130,10 @@ Status Store::Impl::QuerySealed(const std::vector<model::Matcher>& matchers, Que
       SeriesData* entry = nullptr;
       for (const ChunkLoc& c : idx.chunks[id]) {
         if (!Overlaps(c, mint, maxt)) continue;
+        if (!seg->Intact(c)) {  // damaged on disk: no data, never invented values
+          damaged_chunks_skipped_.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
         auto bytes = seg->Chunk(c);
         if (!bytes) return bytes.error();
         if (entry == nullptr) entry = &builder.Entry(idx.symbols, idx.labels[id]);

@@ -94,8 +94,13 @@ Result<LogScan> ReadLog(
     bool skip_damaged) {
   auto contents = files.ReadFile(path);
   if (!contents) return Error(contents.error());
-  const std::string_view data = *contents;
+  return ScanRecords(*contents, path, header, fn, skip_damaged);
+}
 
+Result<LogScan> ScanRecords(
+    std::string_view data, const std::filesystem::path& path, std::string_view header,
+    const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn,
+    bool skip_damaged) {
   LogScan scan;
   scan.file_bytes = data.size();
   if (data.size() < header.size() || data.substr(0, header.size()) != header) {

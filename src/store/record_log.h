@@ -92,4 +92,11 @@ Result<LogScan> ReadLog(
     const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn,
     bool skip_damaged = false);
 
+// ReadLog over bytes already in memory (a segment's mapping); `path` only
+// names them in errors.
+Result<LogScan> ScanRecords(
+    std::string_view data, const std::filesystem::path& path, std::string_view header,
+    const std::function<Status(std::uint8_t, std::string_view, std::uint64_t)>& fn,
+    bool skip_damaged = false);
+
 }  // namespace gpucanary::store

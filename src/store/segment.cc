@@ -245,7 +245,47 @@ Result<std::unique_ptr<SealedSegment>> SealedSegment::Open(
   }
   seg->mint_ = (*index)->mint;
   seg->maxt_ = (*index)->maxt;
+  seg->log_ = log;
   return seg;
+}
+
+bool SealedSegment::Intact(const ChunkLoc& loc) const {
+  std::call_once(verified_, [this] {
+    const std::string_view data(map_->data(), bytes_);
+    auto scan = ScanRecords(
+        data, path_, kSegmentMagic,
+        [this](std::uint8_t, std::string_view payload, std::uint64_t offset) {
+          // Consecutive good records are one stretch (their framing between).
+          if (!intact_.empty() && intact_.back().second + kRecordOverhead >= offset) {
+            intact_.back().second = offset + payload.size();
+          } else {
+            intact_.emplace_back(offset, offset + payload.size());
+          }
+          return Status::Ok();
+        },
+        /*skip_damaged=*/true);
+    if (!scan) {
+      intact_.clear();  // not even its header: nothing is read from it
+      if (log_) log_("store: " + scan.error().message() + "; its chunks are not read");
+      return;
+    }
+    if (log_ && (scan->skipped_bytes > 0 || !scan->tail_error.empty())) {
+      log_("store: " + path_.string() + ": " + std::to_string(scan->skipped_bytes) +
+           " damaged bytes from offset " + std::to_string(scan->first_skipped_offset) +
+           (scan->tail_error.empty()
+                ? std::string()
+                : ", and the records after offset " + std::to_string(scan->good_bytes) + " (" +
+                      scan->tail_error + ")") +
+           ": the chunks there are left out of every answer; the rest of the segment is read");
+    }
+  });
+  const std::uint64_t end = loc.offset + loc.length;
+  auto it = std::upper_bound(
+      intact_.begin(), intact_.end(), loc.offset,
+      [](std::uint64_t offset, const auto& stretch) { return offset < stretch.first; });
+  if (it == intact_.begin()) return false;
+  --it;
+  return loc.offset >= it->first && end <= it->second;
 }
 
 SealedSegment::~SealedSegment() = default;

@@ -90,6 +90,7 @@ StoreStats Store::Impl::Stats() const {
   st.samples_appended = samples_appended_;
   st.samples_rejected = samples_rejected_;
   st.chunks_sealed = chunks_sealed_;
+  st.damaged_chunks_skipped = damaged_chunks_skipped_.load(std::memory_order_relaxed);
   st.chunk_bytes = chunk_bytes_;
   st.chunk_samples = chunk_samples_;
   st.segments = sealed_.size() + 1;

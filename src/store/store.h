@@ -52,6 +52,11 @@ struct StoreOptions {
 
   // Where recovery reports what it did (cut tails, replayed records).
   std::function<void(std::string_view)> log;
+
+  // Called after each checkpoint is installed (the daemon backs its
+  // metadata up then), with the store's lock held: it must return at once
+  // and must not call the store (wake a thread that does the work).
+  std::function<void()> on_checkpoint;
 };
 
 struct StoreStats {
@@ -71,6 +76,9 @@ struct StoreStats {
   // 1 for the recovery (whatever order its series came in), plus 1 per
   // ApplyRetention that dropped idle series.
   std::uint64_t head_index_builds = 0;
+  // Chunk reads left out because the chunk's record on disk failed its CRC
+  // (a sealed segment damaged after it was written): counted per read.
+  std::uint64_t damaged_chunks_skipped = 0;
 };
 
 // Commits that could not write (a full disk, an I/O error): what the store

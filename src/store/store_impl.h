@@ -29,6 +29,7 @@
 //              lets go of it before joining the thread and taking mu_.
 // The fdatasyncs of Sync run outside every lock, on duplicated handles.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -132,6 +133,9 @@ class Store::Impl {
   std::uint64_t samples_appended_ GUARDED_BY(mu_) = 0;
   std::uint64_t samples_rejected_ GUARDED_BY(mu_) = 0;
   std::uint64_t chunks_sealed_ GUARDED_BY(mu_) = 0;
+  // Chunks of sealed segments left out of answers: their records failed
+  // their CRC (SealedSegment::Intact).
+  mutable std::atomic<std::uint64_t> damaged_chunks_skipped_{0};
   std::uint64_t chunk_bytes_ GUARDED_BY(mu_) = 0;
   std::uint64_t chunk_samples_ GUARDED_BY(mu_) = 0;
   WriteFailures write_failures_ GUARDED_BY(mu_);
