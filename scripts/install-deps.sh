@@ -15,6 +15,7 @@ PACKAGES=(
   zlib1g-dev                      # .gz recordings
   libyaml-cpp-dev                 # simulator scenario files
   libboost1.81-dev                # Boost.Beast/Asio: HTTP server and client (headers only)
+  libssl-dev openssl              # TLS (HTTPS client and listener); the CLI for manual checks
   libprotobuf-dev protobuf-compiler  # remote_write protobuf messages
   libsnappy-dev                   # remote_write snappy block compression
   libre2-dev                      # label matchers (=~, !~) with Prometheus's RE2 syntax

@@ -61,10 +61,10 @@ fuzz_seconds=${GPUCANARY_FUZZ_SECONDS:-10}
 if ((fuzz_seconds > 0)); then
   cmake --preset fuzz
   cmake --build build/fuzz -j "$jobs" --target exposition_fuzz csv_import_fuzz scenario_fuzz \
-    remote_write_fuzz store_fuzz scrape_config_fuzz release_fuzz
+    remote_write_fuzz store_fuzz scrape_config_fuzz release_fuzz http_request_fuzz
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
-  for target in exposition csv_import scenario remote_write store scrape_config release; do
+  for target in exposition csv_import scenario remote_write store scrape_config release http_request; do
     mkdir -p "$scratch/$target"
     build/fuzz/fuzz/${target}_fuzz -max_total_time="$fuzz_seconds" -print_final_stats=1 \
       -artifact_prefix="$scratch/$target/" "$scratch/$target" "fuzz/corpus/$target" \

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <span>
+#include <system_error>
 
 #include "config/http_headers.h"
+#include "config/tls_config.h"
 #include "config/yaml_fields.h"
 #include "net/url.h"
 #include "vocab/vocab.h"
@@ -36,12 +39,14 @@ constexpr std::array<KindInfo, 7> kKinds = {{
 constexpr std::array<ScopeFilter, 3> kScopeFilters = {ScopeFilter::kRelease, ScopeFilter::kNode,
                                                       ScopeFilter::kAny};
 
-constexpr std::array<std::string_view, 17> kAllKeys = {
+constexpr std::array<std::string_view, 18> kAllKeys = {
     "kind",         "name",       "when",    "url",     "headers", "bearer_token_file",
-    "bearer_token", "token_file", "timeout", "retries", "backoff", "api_server",
-    "namespace",    "rollout",    "command", "stable",  "dir"};
+    "bearer_token", "token_file", "timeout", "retries", "backoff", "tls_config",
+    "api_server",   "namespace",  "rollout", "command", "stable",  "dir"};
 constexpr std::array<std::string_view, 3> kCommonKeys = {"kind", "name", "when"};
-constexpr std::array<std::string_view, 3> kRetryKeys = {"timeout", "retries", "backoff"};
+// The HTTP kinds' keys: how they retry and their TLS.
+constexpr std::array<std::string_view, 4> kRetryKeys = {"timeout", "retries", "backoff",
+                                                        "tls_config"};
 constexpr std::array<std::string_view, 2> kWhenKeys = {"scope", "causes"};
 constexpr std::array<std::string_view, 5> kTemplates = {"node", "release", "service", "canary",
                                                         "verdict"};
@@ -307,8 +312,27 @@ Status ReadKindFields(const Reporter& r, const Fields& fields, const std::string
   return ReadRetry(r, fields, field, out);
 }
 
-Result<ActionConfig> ReadAction(const Reporter& r, const YAML::Node& node,
-                                const std::string& field) {
+// `tls_config` (only the HTTP kinds take it) into out.http.tls; an
+// argo_rollouts_abort without a ca_file trusts the in-cluster CA when there
+// is one (the API server's certificate is signed by it).
+Status ReadTls(const Reporter& r, const Fields& fields, const std::string& field,
+               const std::string& base_dir, ActionConfig& out) {
+  if (const YAML::Node* n = fields.Find("tls_config")) {
+    auto tls = config::ReadTlsClientConfig(r, *n, Child(field, "tls_config"), base_dir);
+    if (!tls) return tls.error();
+    out.http.tls = std::move(*tls);
+  }
+  if (out.kind == ActionKind::kArgoRolloutsAbort && out.http.tls.ca_file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(kInClusterCaFile, ec)) {
+      out.http.tls.ca_file = std::string(kInClusterCaFile);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<ActionConfig> ReadAction(const Reporter& r, const YAML::Node& node, const std::string& field,
+                                const std::string& base_dir) {
   auto fields = Fields::Read(r, node, field, kAllKeys);
   if (!fields) return Error(fields.error());
   const YAML::Node* kind_node = fields->Find("kind");
@@ -350,6 +374,7 @@ Result<ActionConfig> ReadAction(const Reporter& r, const YAML::Node& node,
     if (Status s = ReadWhen(r, *n, Child(field, "when"), out); !s.ok()) return Error(s);
   }
   if (Status s = ReadKindFields(r, *fields, field, *kind_name, out); !s.ok()) return Error(s);
+  if (Status s = ReadTls(r, *fields, field, base_dir, out); !s.ok()) return Error(s);
   return out;
 }
 
@@ -379,11 +404,13 @@ Result<std::vector<ActionConfig>> ParseActions(const YAML::Node& actions, std::s
   std::vector<ActionConfig> out;
   if (!actions.IsDefined() || actions.IsNull()) return out;
   if (!actions.IsSequence()) return r.Fail(actions, "actions", "expected a list of actions");
+  // tls_config's relative paths: from the configuration file's folder.
+  const std::string base_dir = std::filesystem::path(file).parent_path().string();
   try {
     for (std::size_t i = 0; i < actions.size(); ++i) {
       const YAML::Node item = actions[i];
       const std::string field = config::Index("actions", i);
-      auto action = ReadAction(r, item, field);
+      auto action = ReadAction(r, item, field, base_dir);
       if (!action) return Error(action.error());
       auto named = [&](const std::string& name) {
         return std::any_of(out.begin(), out.end(),

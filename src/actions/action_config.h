@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "net/tls_options.h"
 
 namespace gpucanary::actions {
 
@@ -47,6 +48,10 @@ std::string_view ScopeFilterName(ScopeFilter scope);
 // The Kubernetes service account token mounted into every pod.
 inline constexpr std::string_view kInClusterTokenFile =
     "/var/run/secrets/kubernetes.io/serviceaccount/token";
+// And the cluster's CA, which signs the API server's certificate: an
+// argo_rollouts_abort's default tls_config.ca_file when the file exists.
+inline constexpr std::string_view kInClusterCaFile =
+    "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
 
 // How HTTP actions retry: after a connection error, a timeout, a 5xx or a
 // 429, up to `retries` more times, waiting backoff_s, then twice that, ...
@@ -55,6 +60,8 @@ struct HttpPolicy {
   double timeout_s = 5.0;  // per attempt: connect, send, receive
   int retries = 3;         // attempts after the first
   double backoff_s = 0.5;  // before the first retry; doubles each time
+  // `tls_config`, for https:// URLs (config/tls_config.h).
+  net::TlsClientOptions tls{};
 };
 
 struct ActionConfig {

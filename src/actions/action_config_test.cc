@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace gpucanary::actions {
@@ -93,6 +95,37 @@ actions:
   EXPECT_EQ(a[8].dir, "/var/lib/gpucanary/bundles");
 }
 
+TEST(ParseActionsTest, TlsConfigForHttpsUrlsRelativeToTheFile) {
+  const std::string dir = ::testing::TempDir() + "gc-actions-tls";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/ca.pem") << "x";
+  auto actions = ParseActionsYaml(
+      "actions:\n"
+      "  - kind: webhook\n"
+      "    url: https://hooks.example.com/x\n"
+      "    tls_config: {ca_file: ca.pem, server_name: hooks.internal, insecure_skip_verify: "
+      "true}\n"
+      "  - kind: argo_rollouts_abort\n"
+      "    api_server: https://kubernetes.default.svc\n"
+      "    rollout: '{service}'\n"
+      "    tls_config: {ca_file: " +
+          dir + "/ca.pem}\n",
+      dir + "/serve.yaml");
+  ASSERT_TRUE(actions) << actions.error().message();
+  const net::TlsClientOptions& hook = (*actions)[0].http.tls;
+  EXPECT_EQ(hook.ca_file, dir + "/ca.pem");
+  EXPECT_EQ(hook.server_name, "hooks.internal");
+  EXPECT_TRUE(hook.insecure_skip_verify);
+  EXPECT_EQ((*actions)[1].http.tls.ca_file, dir + "/ca.pem");
+  // Without tls_config, argo trusts the in-cluster CA when the pod has one.
+  actions = ParseActionsYaml(
+      "actions:\n  - kind: argo_rollouts_abort\n    api_server: https://k\n    rollout: r\n",
+      "serve.yaml");
+  ASSERT_TRUE(actions) << actions.error().message();
+  EXPECT_EQ((*actions)[0].http.tls.ca_file,
+            std::filesystem::exists(kInClusterCaFile) ? std::string(kInClusterCaFile) : "");
+}
+
 TEST(ParseActionsTest, NoActionsIsEmpty) {
   auto none = ParseActionsYaml("listen: 127.0.0.1:0\n", "serve.yaml");
   ASSERT_TRUE(none) << none.error().ToString();
@@ -131,16 +164,27 @@ INSTANTIATE_TEST_SUITE_P(
                 "diagnostic_bundle)"},
         BadCase{"actions:\n  - kind: webhook\n    name: w\n",
                 "serve.yaml:2:5: actions[0].url: required for kind webhook"},
-        BadCase{"actions:\n  - kind: webhook\n    url: https://hooks.example.com/x\n",
-                "serve.yaml:3:10: actions[0].url: bad URL 'https://hooks.example.com/x': only "
-                "http:// is supported"},
+        BadCase{"actions:\n  - kind: webhook\n    url: ftp://hooks.example.com/x\n",
+                "serve.yaml:3:10: actions[0].url: bad URL 'ftp://hooks.example.com/x': only "
+                "http:// and https:// are supported"},
+        BadCase{"actions:\n  - kind: webhook\n    url: https://x/\n    tls_config:\n"
+                "      ca_file: /nonexistent/ca.pem\n",
+                "serve.yaml:5:16: actions[0].tls_config.ca_file: cannot read "
+                "'/nonexistent/ca.pem': No such file or directory"},
+        BadCase{"actions:\n  - kind: webhook\n    url: https://x/\n    tls_config: {ca: x}\n",
+                "serve.yaml:4:18: actions[0].tls_config.ca: unknown field (expected one of "
+                "ca_file, cert_file, key_file, server_name, insecure_skip_verify)"},
+        BadCase{"actions:\n  - kind: command\n    command: [x]\n    tls_config: {}\n",
+                "serve.yaml:4:5: actions[0].tls_config: not a field of kind command (expected "
+                "one of kind, name, when, command, timeout)"},
         BadCase{"actions:\n  - kind: flagger_rollback\n    url: http://x/\n",
                 "serve.yaml:3:5: actions[0].url: not a field of kind flagger_rollback (expected "
                 "one of kind, name, when)"},
-        BadCase{"actions:\n  - kind: webhook\n    url: http://x/\n    retrys: 2\n",
-                "serve.yaml:4:5: actions[0].retrys: unknown field (expected one of kind, name, "
-                "when, url, headers, bearer_token_file, bearer_token, token_file, timeout, "
-                "retries, backoff, api_server, namespace, rollout, command, stable, dir)"},
+        BadCase{
+            "actions:\n  - kind: webhook\n    url: http://x/\n    retrys: 2\n",
+            "serve.yaml:4:5: actions[0].retrys: unknown field (expected one of kind, name, "
+            "when, url, headers, bearer_token_file, bearer_token, token_file, timeout, "
+            "retries, backoff, tls_config, api_server, namespace, rollout, command, stable, dir)"},
         BadCase{"actions:\n  - kind: webhook\n    url: http://x/\n    retries: 11\n",
                 "serve.yaml:4:14: actions[0].retries: must be in 0..10"},
         BadCase{"actions:\n  - kind: webhook\n    url: http://x/\n    timeout: 0s\n",

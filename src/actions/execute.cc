@@ -107,6 +107,7 @@ net::FetchOptions JsonRequest(std::string method, std::string body, const HttpPo
   request.content_type = "application/json";
   request.timeout_ms = static_cast<int>(std::max(1.0, policy.timeout_s * 1000.0));
   request.accept_gzip = false;
+  request.tls = policy.tls;  // for https:// URLs
   return request;
 }
 

@@ -31,13 +31,14 @@ RunTicket Runner::Finish(Incident incident, TelemetryWriter telemetry, std::set<
   {
     MutexLock lock(mu_);
     if (!seen_.insert(id).second) {
-      const bool done = done_.count(id) != 0;
+      const bool finished = done_.count(id) != 0;
       return {false, "canary " + id + ": actions already " +
-                         (done ? std::string("run") : std::string("queued or run")) +
+                         (finished ? std::string("run") : std::string("queued or run")) +
                          "; not running them again"};
     }
-    for (const ActionConfig& action : options_.actions)
-      queued += done.contains(action.name) ? 0 : 1;
+    for (const ActionConfig& action : options_.actions) {
+      queued += done.contains(action.name) ? 0u : 1u;
+    }
     queue_.push_back({std::move(incident), std::move(telemetry), std::move(done)});
   }
   changed_.NotifyAll();

@@ -6,6 +6,7 @@
 
 #include "analysis/policy/policy.h"
 #include "config/http_headers.h"
+#include "config/tls_config.h"
 #include "net/url.h"
 
 namespace gpucanary::canary {
@@ -18,8 +19,8 @@ constexpr std::array<std::string_view, 7> kKeys = {"policy",
                                                    "lag",
                                                    "history_prometheus",
                                                    "trust_remote_write"};
-constexpr std::array<std::string_view, 5> kHistoryKeys = {"url", "token", "token_file", "headers",
-                                                          "timeout"};
+constexpr std::array<std::string_view, 6> kHistoryKeys = {"url",     "token",   "token_file",
+                                                          "headers", "timeout", "tls_config"};
 constexpr std::string_view kHistoryField = "canary.history_prometheus";
 
 // A duration field in whole milliseconds within [lo_s, hi_s] seconds.
@@ -72,6 +73,11 @@ Status ReadHistoryPrometheus(const config::Reporter& r, const YAML::Node& node,
     options.client.timeout_ms = static_cast<int>(*ms);
     // Prometheus gives up on the query too instead of working on for nobody.
     options.client.query_timeout_s = static_cast<double>(*ms) / 1000;
+  }
+  if (const YAML::Node* n = fields->Find("tls_config")) {
+    auto tls = config::ReadTlsClientConfig(r, *n, Field("tls_config"), base_dir);
+    if (!tls) return tls.error();
+    options.client.tls = std::move(*tls);
   }
   out = std::move(options);
   return Status::Ok();

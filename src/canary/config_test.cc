@@ -67,6 +67,21 @@ TEST(CanaryConfigTest, ReadsHistoryPrometheus) {
   EXPECT_EQ(o.history_prometheus.client.timeout_ms, 4000);
   EXPECT_EQ(o.history_prometheus.client.query_timeout_s, 4.0);
 
+  // https, with tls_config paths relative to the configuration's folder.
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "ca.pem") << "x";
+  const YAML::Node tls = YAML::Load(
+      "canary:\n"
+      "  history_prometheus:\n"
+      "    url: https://mimir:8443/prometheus\n"
+      "    tls_config: {ca_file: ca.pem, server_name: mimir.internal}\n");
+  CanaryOptions with_tls;
+  const Status tls_st = ReadCanaryConfig(r, tls["canary"], dir.string(), with_tls);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(tls_st.ok()) << tls_st.ToString();
+  EXPECT_EQ(with_tls.history_prometheus.client.tls.ca_file, (dir / "ca.pem").string());
+  EXPECT_EQ(with_tls.history_prometheus.client.tls.server_name, "mimir.internal");
+
   // Off unless configured; 10 s per exchange by default.
   auto plain = Read("canary:\n  history_prometheus: {url: \"http://prom:9090\", token: abc}\n");
   ASSERT_TRUE(plain.has_value()) << plain.error().ToString();
@@ -84,10 +99,13 @@ TEST(CanaryConfigTest, HistoryPrometheusErrorsSayWhere) {
   };
   EXPECT_EQ(error("canary:\n  history_prometheus: {token: x}\n"),
             "serve.yaml:2:23: canary.history_prometheus.url: required");
-  EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: https://prom:9090\n")
-                .rfind("serve.yaml:3:10: canary.history_prometheus.url: ", 0),
-            0U)
-      << error("canary:\n  history_prometheus:\n    url: https://prom:9090\n");
+  EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: ftp://prom:9090\n"),
+            "serve.yaml:3:10: canary.history_prometheus.url: bad URL 'ftp://prom:9090': only "
+            "http:// and https:// are supported");
+  EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: https://p\n    tls_config:\n"
+                  "      cert_file: /nonexistent/c.pem\n"),
+            "serve.yaml:5:18: canary.history_prometheus.tls_config.cert_file: cannot read "
+            "'/nonexistent/c.pem': No such file or directory");
   EXPECT_EQ(error("canary:\n  history_prometheus:\n    url: http://p\n    token: a\n"
                   "    token_file: b\n"),
             "serve.yaml:5:17: canary.history_prometheus.token_file: give token or token_file, "

@@ -1,5 +1,6 @@
 #include "daemon/daemon.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -64,7 +65,9 @@ class Daemon::Impl {
   // The `instance` values of the targets the daemon scrapes and of its NVML
   // node: the only sources that choose and feed canaries, and what
   // remote_write may not write.
-  std::vector<std::string> OwnInstances() const;
+  // Sorted, unique; one snapshot until the targets change (no copy per
+  // remote_write request or canary).
+  std::shared_ptr<const std::vector<std::string>> OwnInstances() const;
   // meta.sqlite copied to meta.sqlite.bak (at start, at every store
   // checkpoint, every retention pass and at stop), so that a lost or damaged
   // database can be restored.
@@ -99,6 +102,11 @@ class Daemon::Impl {
   // answers only /-/healthy.
   std::atomic<bool> ready_{false};
   std::atomic<bool> checkpointed_{false};  // a store checkpoint since the last backup
+  // OwnInstances()'s merge with the NVML node, and the scraper's snapshot it
+  // was made from.
+  mutable Mutex own_mu_;
+  mutable std::shared_ptr<const std::vector<std::string>> own_ GUARDED_BY(own_mu_);
+  mutable std::shared_ptr<const std::vector<std::string>> own_from_ GUARDED_BY(own_mu_);
 };
 
 Status Daemon::Impl::Start() {
@@ -112,18 +120,24 @@ Status Daemon::Impl::Start() {
   ho.max_connections = config_.http.max_connections;
   ho.max_connections_per_client = config_.http.max_connections_per_client;
   ho.idle_timeout_s = config_.http.idle_timeout_s;
+  ho.log = [this](const std::string& line) { Log("serve: " + line); };
   http_ = std::make_unique<net::HttpServer>(ho);
-  auto port = http_->Listen(
-      config_.listen_host, config_.listen_port,
-      [this](const net::HttpRequest& req, net::HttpResponse& resp) { Handle(req, resp); },
-      // The probes on the io thread, never queued behind slow handlers (a
-      // query, a correlation): on these two paths Handle only matches routes
-      // (no lock, no I/O) before it answers.
-      [this](const net::HttpRequest& req, net::HttpResponse& resp) {
-        if (req.path != "/-/healthy" && req.path != "/-/ready") return false;
-        Handle(req, resp);
-        return true;
-      });
+  net::Handler handler = [this](const net::HttpRequest& req, net::HttpResponse& resp) {
+    Handle(req, resp);
+  };
+  // The probes on the io thread, never queued behind slow handlers (a
+  // query, a correlation): on these two paths Handle only matches routes
+  // (no lock, no I/O) before it answers.
+  net::FastHandler probes = [this](const net::HttpRequest& req, net::HttpResponse& resp) {
+    if (req.path != "/-/healthy" && req.path != "/-/ready") return false;
+    Handle(req, resp);
+    return true;
+  };
+  auto port = config_.tls_server
+                  ? http_->ListenTls(config_.listen_host, config_.listen_port, *config_.tls_server,
+                                     std::move(handler), std::move(probes))
+                  : http_->Listen(config_.listen_host, config_.listen_port, std::move(handler),
+                                  std::move(probes));
   if (!port) return port.error();
   port_ = *port;
   if (Status s = http_->Start(); !s.ok()) return s;
@@ -222,8 +236,10 @@ Status Daemon::Impl::Start() {
   ro.label_limits = {.label_limit = rl.label_limit,
                      .label_name_length_limit = rl.label_name_length_limit,
                      .label_value_length_limit = rl.label_value_length_limit};
-  write_guard_ = std::make_unique<RemoteWriteGuard>(*store_, [this] { return OwnInstances(); });
-  receiver_ = std::make_unique<remote::Receiver>(*write_guard_, clock_, ro);
+  write_guard_ = std::make_unique<RemoteWriteGuard>(
+      *store_, [this] { return OwnInstances(); }, clock_,
+      TenantLimits{.max_series_per_tenant = rl.max_series_per_tenant});
+  receiver_ = std::make_unique<remote::Receiver>(write_guard_->For("anonymous"), clock_, ro);
 
   scraper_ =
       std::make_unique<scrape::ScrapeManager>(*store_, clock_, scrape::ScrapeManager::Options{});
@@ -267,7 +283,10 @@ Status Daemon::Impl::Start() {
   // Hosts and telemetry for canaries come from the daemon's own targets and
   // NVML node only (docs/canaries.md#which-hosts), unless told otherwise.
   if (!config_.canary.trust_remote_write) {
-    co.trusted_instances = [this] { return OwnInstances(); };
+    co.trusted_instances = [this] {
+      const auto own = OwnInstances();
+      return own ? *own : std::vector<std::string>{};
+    };
   }
   canaries_ = std::make_unique<CanaryService>(*store_, *meta_, clock_, scraper_.get(), co);
   if (Status s = canaries_->Start(); !s.ok()) return s;
@@ -312,16 +331,22 @@ void Daemon::Impl::BackupMetadata() {
   if (Status s = meta_->Backup(bak); !s.ok()) Log("serve: metadata backup: " + s.message());
 }
 
-std::vector<std::string> Daemon::Impl::OwnInstances() const {
-  std::vector<std::string> instances;
-  if (scraper_) {
-    for (const scrape::TargetStatus& t : scraper_->Targets()) {
-      const std::string_view instance = model::LabelValue(t.labels, "instance");
-      if (!instance.empty()) instances.emplace_back(instance);
-    }
+std::shared_ptr<const std::vector<std::string>> Daemon::Impl::OwnInstances() const {
+  std::shared_ptr<const std::vector<std::string>> scraped =
+      scraper_ ? scraper_->Instances() : nullptr;
+  if (!nvml_) return scraped;
+  // The NVML node joins the scraped set: merged once per new snapshot.
+  MutexLock lock(own_mu_);
+  if (own_ == nullptr || own_from_ != scraped) {
+    auto merged = std::make_shared<std::vector<std::string>>();
+    if (scraped) *merged = *scraped;
+    const std::string& host = nvml_->hostname();
+    auto at = std::lower_bound(merged->begin(), merged->end(), host);
+    if (at == merged->end() || *at != host) merged->insert(at, host);
+    own_ = std::move(merged);
+    own_from_ = std::move(scraped);
   }
-  if (nvml_) instances.push_back(nvml_->hostname());
-  return instances;
+  return own_;
 }
 
 void Daemon::Impl::RetentionLoop() {
@@ -375,7 +400,9 @@ void Daemon::Impl::Handle(const net::HttpRequest& request, net::HttpResponse& re
       response.body = "remote_write receiver disabled (remote_write.enabled: false)\n";
       return;
     }
-    response = receiver_->Handle(request);
+    // The tenant is the token presented (auth has checked it already).
+    const TokenConfig* token = auth_->Presented(request);
+    response = receiver_->Handle(request, write_guard_->For(token ? token->name : "anonymous"));
     return;
   }
   if (request.method != "GET" && request.method != "HEAD") {

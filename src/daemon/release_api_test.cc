@@ -22,6 +22,7 @@
 #include "daemon/daemon.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/tls_test_util.h"
 #include "net/url.h"
 #include "remote/write_request.h"
 #include "store/meta_db.h"
@@ -406,6 +407,42 @@ TEST_F(ReleaseApiTest, ScopedTokensDoWhatTheirScopeCovers) {
   EXPECT_EQ(body["error"].get<std::string>().find("wr-2"), std::string::npos);
   EXPECT_NE(body["error"].get<std::string>().find("token 'ci' has scope write"), std::string::npos)
       << r.body;
+}
+
+// The daemon's own listener over TLS (tls_server_config): the API answers
+// HTTPS to a client that trusts the CA, refuses one that does not, and a
+// plain-HTTP request to it gets no answer; health checks stay on HTTPS too.
+TEST_F(ReleaseApiTest, TheDaemonServesHttpsWithTlsServerConfig) {
+  const net::test::TestPki pki;
+  ServeConfig config;
+  config.tls_server = pki.Server("server");
+  config.auth.tokens = {{"ci", TokenScope::kWrite, "w-token"}};
+  Start(config);
+  const std::string https = "https://127.0.0.1:" + std::to_string(daemon_->port());
+  net::FetchOptions o;
+  o.tls = pki.Trusting();
+  o.method = "POST";
+  o.content_type = "application/json";
+  o.body = R"({"id":"tls-1","started_at":1})";
+  o.headers.emplace_back("Authorization", "Bearer w-token");
+  auto posted = net::Fetch(https + "/api/v1/releases", o);
+  ASSERT_TRUE(posted.has_value()) << posted.error().message();
+  EXPECT_EQ(posted->status, 201) << posted->body;
+  net::FetchOptions health;
+  health.tls = pki.Trusting();
+  auto ready = net::Fetch(https + "/-/ready", health);
+  ASSERT_TRUE(ready.has_value()) << ready.error().message();
+  EXPECT_EQ(ready->status, 200);
+  // Without the CA: the handshake fails, naming why.
+  auto untrusted = net::Fetch(https + "/-/ready");
+  ASSERT_FALSE(untrusted.has_value());
+  EXPECT_NE(untrusted.error().message().find("certificate verify failed"), std::string::npos)
+      << untrusted.error().message();
+  // Plain HTTP to the HTTPS port: no HTTP answer.
+  net::FetchOptions plain;
+  plain.timeout_ms = 2000;
+  auto cleartext = net::Fetch(url_ + "/-/ready", plain);
+  EXPECT_FALSE(cleartext.has_value() && cleartext->status == 200);
 }
 
 TEST_F(ReleaseApiTest, ListeningBeyondLoopbackWithoutATokenIsWarnedAbout) {

@@ -17,6 +17,7 @@
 #include "analysis/policy/policy.h"
 #include "canary/config.h"
 #include "config/http_headers.h"
+#include "config/tls_config.h"
 #include "config/yaml_fields.h"
 #include "net/url.h"
 
@@ -26,9 +27,13 @@ namespace {
 using config::Fields;
 using config::Reporter;
 
-constexpr std::array<std::string_view, 13> kTopKeys = {
-    "listen",  "storage", "remote_write", "global", "scrape_configs", "auth", "releases",
-    "publish", "canary",  "actions",      "nvml",   "http",           "query"};
+constexpr std::array<std::string_view, 14> kTopKeys = {"listen",  "tls_server_config",
+                                                       "storage", "remote_write",
+                                                       "global",  "scrape_configs",
+                                                       "auth",    "releases",
+                                                       "publish", "canary",
+                                                       "actions", "nvml",
+                                                       "http",    "query"};
 constexpr std::array<std::string_view, 4> kHttpKeys = {
     "max_connections", "max_connections_per_client", "idle_timeout", "handler_threads"};
 constexpr std::array<std::string_view, 2> kQueryKeys = {"max_samples", "max_concurrency"};
@@ -36,21 +41,22 @@ constexpr std::array<std::string_view, 8> kNvmlKeys = {
     "enabled", "library", "interval", "hostname", "hostname_label", "gpm", "xid_events", "job"};
 constexpr std::array<std::string_view, 4> kStorageKeys = {"path", "retention", "retention_size",
                                                           "max_series"};
-constexpr std::array<std::string_view, 7> kRemoteWriteKeys = {"enabled",
+constexpr std::array<std::string_view, 8> kRemoteWriteKeys = {"enabled",
                                                               "max_body",
                                                               "creation_grace_period",
                                                               "past_grace_period",
                                                               "label_limit",
                                                               "label_name_length_limit",
-                                                              "label_value_length_limit"};
+                                                              "label_value_length_limit",
+                                                              "max_series_per_tenant"};
 constexpr std::array<std::string_view, 5> kAuthKeys = {"token", "token_file", "tokens",
                                                        "protect_reads", "protect_remote_write"};
 constexpr std::array<std::string_view, 4> kTokenKeys = {"name", "scope", "token", "token_file"};
 constexpr std::array<std::string_view, 2> kReleasesKeys = {"max_body", "info_window"};
 constexpr std::array<std::string_view, 4> kPublishKeys = {"grafana", "otlp", "timeout", "attempts"};
-constexpr std::array<std::string_view, 5> kGrafanaKeys = {"url", "token", "token_file", "tags",
-                                                          "dashboard_uid"};
-constexpr std::array<std::string_view, 2> kOtlpKeys = {"endpoint", "headers"};
+constexpr std::array<std::string_view, 6> kGrafanaKeys = {"url",  "token",         "token_file",
+                                                          "tags", "dashboard_uid", "tls_config"};
+constexpr std::array<std::string_view, 3> kOtlpKeys = {"endpoint", "headers", "tls_config"};
 // The OTLP client sets these itself.
 constexpr std::array<std::string_view, 3> kOtlpReservedHeaders = {"content-type", "content-length",
                                                                   "host"};
@@ -134,7 +140,8 @@ Status ReadRemoteWriteLimits(const Reporter& r, const Fields& fields, RemoteWrit
   for (const auto& [key, count] :
        {std::pair{"label_limit", &out.label_limit},
         std::pair{"label_name_length_limit", &out.label_name_length_limit},
-        std::pair{"label_value_length_limit", &out.label_value_length_limit}}) {
+        std::pair{"label_value_length_limit", &out.label_value_length_limit},
+        std::pair{"max_series_per_tenant", &out.max_series_per_tenant}}) {
     const YAML::Node* n = fields.Find(key);
     if (n == nullptr) continue;
     auto v = config::ReadInt(r, *n, config::Child("remote_write", key), 0, INT32_MAX);
@@ -351,11 +358,17 @@ Status ReadGrafana(const Reporter& r, const YAML::Node& node, const std::string&
     if (!uid) return uid.error();
     sink.dashboard_uid = *uid;
   }
+  if (const YAML::Node* n = fields->Find("tls_config")) {
+    auto tls = config::ReadTlsClientConfig(r, *n, "publish.grafana.tls_config", base);
+    if (!tls) return tls.error();
+    sink.tls = std::move(*tls);
+  }
   out.publish.grafana = std::move(sink);
   return Status::Ok();
 }
 
-Status ReadOtlp(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
+Status ReadOtlp(const Reporter& r, const YAML::Node& node, const std::string& base,
+                ServeConfig& out) {
   auto fields = Fields::Read(r, node, "publish.otlp", kOtlpKeys);
   if (!fields) return fields.error();
   releases::OtlpSinkConfig sink;
@@ -370,6 +383,11 @@ Status ReadOtlp(const Reporter& r, const YAML::Node& node, ServeConfig& out) {
     auto headers = config::ReadHttpHeaders(r, *n, "publish.otlp.headers", rules);
     if (!headers) return headers.error();
     sink.headers = std::move(*headers);
+  }
+  if (const YAML::Node* n = fields->Find("tls_config")) {
+    auto tls = config::ReadTlsClientConfig(r, *n, "publish.otlp.tls_config", base);
+    if (!tls) return tls.error();
+    sink.tls = std::move(*tls);
   }
   out.publish.otlp = std::move(sink);
   return Status::Ok();
@@ -396,7 +414,7 @@ Status ReadPublish(const Reporter& r, const YAML::Node& node, const std::string&
     if (Status s = ReadGrafana(r, *n, base, out); !s.ok()) return s;
   }
   if (const YAML::Node* n = fields->Find("otlp")) {
-    if (Status s = ReadOtlp(r, *n, out); !s.ok()) return s;
+    if (Status s = ReadOtlp(r, *n, base, out); !s.ok()) return s;
   }
   return Status::Ok();
 }
@@ -539,6 +557,11 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
     if (!top) return Error(top.error());
     if (const YAML::Node* n = top->Find("listen")) {
       if (Status s = ReadListen(r, *n, out); !s.ok()) return Error(s);
+    }
+    if (const YAML::Node* n = top->Find("tls_server_config")) {
+      auto tls = config::ReadTlsServerConfig(r, *n, "tls_server_config", base);
+      if (!tls) return Error(tls.error());
+      out.tls_server = std::move(*tls);
     }
     if (!base.empty() && top->Find("storage") == nullptr) {
       out.data_dir = (std::filesystem::path(base) / out.data_dir).string();

@@ -5,6 +5,7 @@
 // sections for scraping.
 //
 //   listen: 127.0.0.1:9464
+//   tls_server_config: {cert_file: tls.crt, key_file: tls.key}   # HTTPS, reloaded on change
 //   storage:
 //     path: data               # relative to this file's folder
 //     retention: 15d
@@ -29,6 +30,7 @@
 // "serve.yaml:4:14: storage.retention: bad duration '15 days'".
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,7 @@
 #include "actions/action_config.h"
 #include "canary/manager.h"
 #include "core/status.h"
+#include "net/tls_options.h"
 #include "nvml/source.h"
 #include "releases/publisher.h"
 #include "scrape/config.h"
@@ -90,11 +93,16 @@ struct RemoteWriteLimits {
   std::size_t label_limit = 64;
   std::size_t label_name_length_limit = 256;
   std::size_t label_value_length_limit = 2048;
+  // Series one tenant (the token a writer presents; "anonymous" without
+  // auth) may write within an hour; 0: no limit (daemon/remote_write_guard.h).
+  std::size_t max_series_per_tenant = 150'000;
 };
 
 struct ServeConfig {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 9464;
+  // `tls_server_config`: serve HTTPS (net::HttpServer::ListenTls); unset: HTTP.
+  std::optional<net::TlsServerOptions> tls_server;
   std::string data_dir = "data";
   std::int64_t retention_ms = 15LL * 24 * 3600 * 1000;
   std::uint64_t retention_bytes = 0;

@@ -89,6 +89,37 @@ TEST(ServeConfigTest, ReadsAuthReleasesAndPublish) {
                                                               {"Authorization", "Bearer abc"}}));
 }
 
+// HTTPS: the listener's tls_server_config (Prometheus's web config names)
+// and the publishers' tls_config, paths relative to the file.
+TEST(ServeConfigTest, ReadsTlsSections) {
+  const fs::path dir = fs::temp_directory_path() / ("gc_serve_tls_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* name : {"tls.crt", "tls.key", "clients.pem", "ca.pem"}) {
+    std::ofstream(dir / name) << "x";
+  }
+  auto c = ParseServeConfig(
+      "listen: 0.0.0.0:9464\n"
+      "tls_server_config:\n"
+      "  cert_file: tls.crt\n"
+      "  key_file: tls.key\n"
+      "  client_ca_file: clients.pem\n"
+      "  client_auth_type: VerifyClientCertIfGiven\n"
+      "publish:\n"
+      "  grafana: {url: 'https://grafana:3000', tls_config: {ca_file: ca.pem}}\n"
+      "  otlp: {endpoint: 'https://c:4318', tls_config: {insecure_skip_verify: true}}\n",
+      (dir / "serve.yaml").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(c) << c.error().ToString();
+  ASSERT_TRUE(c->tls_server.has_value());
+  EXPECT_EQ(c->tls_server->cert_file, (dir / "tls.crt").string());
+  EXPECT_EQ(c->tls_server->key_file, (dir / "tls.key").string());
+  EXPECT_EQ(c->tls_server->client_ca_file, (dir / "clients.pem").string());
+  EXPECT_EQ(c->tls_server->client_auth, net::ClientAuth::kVerifyClientCertIfGiven);
+  EXPECT_EQ(c->publish.grafana->tls.ca_file, (dir / "ca.pem").string());
+  EXPECT_TRUE(c->publish.otlp->tls.insecure_skip_verify);
+  EXPECT_FALSE(ParseServeConfig("listen: 127.0.0.1:1\n", "s.yaml")->tls_server.has_value());
+}
+
 TEST(ServeConfigTest, ErrorsSayWhere) {
   EXPECT_EQ(ErrorOf("auth:\n  token: a\n  token_file: b\n"),
             "serve.yaml:3:15: auth.token_file: give token or token_file, not both");
@@ -123,9 +154,22 @@ TEST(ServeConfigTest, ErrorsSayWhere) {
             "serve.yaml:2:16: releases.info_window: bad duration '7 days' (e.g. 7d, 12h)");
   EXPECT_EQ(ErrorOf("publish:\n  grafana:\n    token: x\n"),
             "serve.yaml:3:5: publish.grafana.url: required");
-  EXPECT_EQ(ErrorOf("publish:\n  grafana:\n    url: https://grafana.example.com\n"),
-            "serve.yaml:3:10: publish.grafana.url: bad URL 'https://grafana.example.com': only "
-            "http:// is supported");
+  EXPECT_EQ(ErrorOf("publish:\n  grafana:\n    url: ftp://grafana.example.com\n"),
+            "serve.yaml:3:10: publish.grafana.url: bad URL 'ftp://grafana.example.com': only "
+            "http:// and https:// are supported");
+  EXPECT_EQ(ErrorOf("publish:\n  grafana:\n    url: https://g\n    tls_config: {ca_file: "
+                    "/nonexistent/ca.pem}\n"),
+            "serve.yaml:4:27: publish.grafana.tls_config.ca_file: cannot read "
+            "'/nonexistent/ca.pem': No such file or directory");
+  EXPECT_EQ(ErrorOf("publish:\n  otlp:\n    endpoint: https://c:4318\n    tls_config: "
+                    "{insecure_skip_verify: yes please}\n"),
+            "serve.yaml:4:40: publish.otlp.tls_config.insecure_skip_verify: expected true or "
+            "false");
+  EXPECT_EQ(ErrorOf("tls_server_config:\n  key_file: /nonexistent/k\n"),
+            "serve.yaml:2:13: tls_server_config.key_file: cannot read '/nonexistent/k': No such "
+            "file or directory");
+  EXPECT_EQ(ErrorOf("tls_server_config: {}\n"),
+            "serve.yaml:1:20: tls_server_config.cert_file: required");
   EXPECT_EQ(ErrorOf("publish:\n  otlp:\n    endpoint: http://c:4318\n    headers: {Host: x}\n"),
             "serve.yaml:4:15: publish.otlp.headers.Host: not a header name gpucanary may set");
   EXPECT_NE(ErrorOf("publish:\n  attempts: 0\n").find("serve.yaml:2:13: publish.attempts: "),
@@ -192,6 +236,7 @@ TEST(ServeConfigTest, ReadsTheSeriesLimitAndRemoteWriteLimits) {
   EXPECT_EQ(d.label_limit, 64U);
   EXPECT_EQ(d.label_name_length_limit, 256U);
   EXPECT_EQ(d.label_value_length_limit, 2048U);
+  EXPECT_EQ(d.max_series_per_tenant, 150'000U);
 
   // The past bound follows storage.retention unless set.
   auto retention = ParseServeConfig("storage:\n  retention: 2d\n", "serve.yaml");
@@ -201,7 +246,8 @@ TEST(ServeConfigTest, ReadsTheSeriesLimitAndRemoteWriteLimits) {
   auto c = ParseServeConfig(
       "storage:\n  retention: 30d\n  max_series: 500000\n"
       "remote_write:\n  creation_grace_period: 1m\n  past_grace_period: 0\n"
-      "  label_limit: 30\n  label_name_length_limit: 100\n  label_value_length_limit: 0\n",
+      "  label_limit: 30\n  label_name_length_limit: 100\n  label_value_length_limit: 0\n"
+      "  max_series_per_tenant: 0\n",
       "serve.yaml");
   ASSERT_TRUE(c.has_value()) << c.error().message();
   EXPECT_EQ(c->max_series, 500'000U);
@@ -210,6 +256,7 @@ TEST(ServeConfigTest, ReadsTheSeriesLimitAndRemoteWriteLimits) {
   EXPECT_EQ(c->remote_write_limits.label_limit, 30U);
   EXPECT_EQ(c->remote_write_limits.label_name_length_limit, 100U);
   EXPECT_EQ(c->remote_write_limits.label_value_length_limit, 0U);
+  EXPECT_EQ(c->remote_write_limits.max_series_per_tenant, 0U);
 
   EXPECT_EQ(ErrorOf("storage:\n  max_series: 0\n"),
             "serve.yaml:2:15: storage.max_series: must be in 1..1000000000");
@@ -220,6 +267,8 @@ TEST(ServeConfigTest, ReadsTheSeriesLimitAndRemoteWriteLimits) {
             "0: no bound)");
   EXPECT_EQ(ErrorOf("remote_write:\n  label_limit: -1\n"),
             "serve.yaml:2:16: remote_write.label_limit: must be in 0..2147483647");
+  EXPECT_EQ(ErrorOf("remote_write:\n  max_series_per_tenant: lots\n"),
+            "serve.yaml:2:26: remote_write.max_series_per_tenant: expected an integer");
   // The scrape limits live in global and scrape_configs, as in Prometheus.
   auto scrape = ParseServeConfig(
       "global:\n  sample_limit: 1000\nscrape_configs:\n  - job_name: dcgm\n"

@@ -3,6 +3,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -11,6 +13,7 @@
 
 #include "net/gzip.h"
 #include "net/http_message.h"
+#include "net/tls_context.h"
 #include "net/url.h"
 
 namespace gpucanary::net {
@@ -30,10 +33,10 @@ beast::string_view BeastView(std::string_view s) { return {s.data(), s.size()}; 
 bool IsConnectionLost(const ErrorCode& ec) {
   return ec == http::error::end_of_stream || ec == asio::error::eof ||
          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == http::error::partial_message;
+         ec == http::error::partial_message || ec == asio::ssl::error::stream_truncated;
 }
 
-enum class Phase : std::uint8_t { kResolve, kConnect, kSend, kReceive };
+enum class Phase : std::uint8_t { kResolve, kConnect, kHandshake, kSend, kReceive };
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
@@ -41,6 +44,8 @@ const char* PhaseName(Phase phase) {
       return "resolve";
     case Phase::kConnect:
       return "connect";
+    case Phase::kHandshake:
+      return "TLS handshake";
     case Phase::kSend:
       return "send";
     case Phase::kReceive:
@@ -56,7 +61,7 @@ class AsioConnection final : public AsyncConnection,
       : host_(std::move(host)),
         port_(port),
         authority_(HostPort(host_, port_)),
-        options_(options),
+        options_(std::move(options)),
         resolver_(ioc),
         socket_(ioc),
         timer_(ioc) {}
@@ -183,9 +188,34 @@ class AsioConnection final : public AsyncConnection,
                           if (self->timed_out_) return self->Fail(asio::error::operation_aborted);
                           ErrorCode ignored;
                           self->socket_.set_option(tcp::no_delay(true), ignored);
+                          if (self->options_.tls) return self->Handshake();
                           ++self->connects_;
                           self->Write();
                         });
+  }
+
+  // A new TLS session on the new socket: the stream of the last connection
+  // is replaced only here, when no operation can be pending on it.
+  void Handshake() {
+    phase_ = Phase::kHandshake;
+    tls_.emplace(socket_, *options_.tls->context);
+    PrepareClientSsl(tls_->native_handle(), *options_.tls, host_);
+    tls_->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this()](ErrorCode e) {
+      if (e) return self->Fail(e);
+      if (self->timed_out_) return self->Fail(asio::error::operation_aborted);
+      ++self->connects_;
+      self->Write();
+    });
+  }
+
+  // Runs `op` on the connection's stream: the TLS one when there is one.
+  template <typename Op>
+  void OnStream(Op&& op) {
+    if (tls_) {
+      op(*tls_);
+    } else {
+      op(socket_);
+    }
   }
 
   void Write() {
@@ -194,11 +224,13 @@ class AsioConnection final : public AsyncConnection,
       if (e) return self->OnIoError(e, false);
       self->Read();
     };
-    if (sent_->body.empty()) {
-      http::async_write(socket_, bodiless_, std::move(written));
-    } else {
-      http::async_write(socket_, with_body_, std::move(written));
-    }
+    OnStream([&](auto& stream) {
+      if (sent_->body.empty()) {
+        http::async_write(stream, bodiless_, std::move(written));
+      } else {
+        http::async_write(stream, with_body_, std::move(written));
+      }
+    });
   }
 
   void Read() {
@@ -206,11 +238,13 @@ class AsioConnection final : public AsyncConnection,
     parser_.emplace();
     parser_->body_limit(sent_->body_limit);
     parser_->skip(verb_ == http::verb::head);  // RFC 9110 §9.3.2: no body follows
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](ErrorCode e, std::size_t) {
-                       if (e) return self->OnIoError(e, self->parser_->got_some());
-                       self->OnResponse();
-                     });
+    OnStream([&](auto& stream) {
+      http::async_read(stream, buffer_, *parser_,
+                       [self = shared_from_this()](ErrorCode e, std::size_t) {
+                         if (e) return self->OnIoError(e, self->parser_->got_some());
+                         self->OnResponse();
+                       });
+    });
   }
 
   void OnIoError(ErrorCode e, bool got_some) {
@@ -246,7 +280,7 @@ class AsioConnection final : public AsyncConnection,
   }
 
   // Why the fetch failed, in the words of options_.wording (see Wording).
-  Status Describe(ErrorCode e) const {
+  Status Describe(ErrorCode e) {
     const bool client = options_.wording == Wording::kClient;
     if (timed_out_) {
       const std::string after = "timed out after " + std::to_string(timeout_.count()) + " ms";
@@ -272,7 +306,9 @@ class AsioConnection final : public AsyncConnection,
     }
     const bool broke = phase_ == Phase::kSend || phase_ == Phase::kReceive;
     const StatusCode code = client && broke ? StatusCode::kIoError : StatusCode::kUnavailable;
-    return Status(code, what_ + PhaseName(phase_) + ": " + e.message());
+    const bool tls_phase = tls_ && (broke || phase_ == Phase::kHandshake);
+    const std::string why = tls_phase ? DescribeTlsError(e, tls_->native_handle()) : e.message();
+    return Status(code, what_ + PhaseName(phase_) + ": " + why);
   }
 
   void Fail(ErrorCode e) { Fail(Describe(e), timed_out_); }
@@ -299,6 +335,8 @@ class AsioConnection final : public AsyncConnection,
   const Options options_;
   tcp::resolver resolver_;
   tcp::socket socket_;
+  // The TLS session over socket_ (Options::tls), one per TCP connection.
+  std::optional<asio::ssl::stream<tcp::socket&>> tls_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::shared_ptr<const ClientRequest> sent_;   // what the message below holds
@@ -322,7 +360,7 @@ class AsioConnection final : public AsyncConnection,
 
 std::shared_ptr<AsyncConnection> AsyncConnection::Create(asio::io_context& ioc, std::string host,
                                                          std::uint16_t port, Options options) {
-  return std::make_shared<AsioConnection>(ioc, std::move(host), port, options);
+  return std::make_shared<AsioConnection>(ioc, std::move(host), port, std::move(options));
 }
 
 }  // namespace gpucanary::net

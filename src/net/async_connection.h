@@ -1,6 +1,6 @@
 #pragma once
-// The one asynchronous HTTP/1.1 client (plain TCP, http:// only): one
-// kept-alive connection to host:port, driven on a caller-supplied
+// The one asynchronous HTTP/1.1 client (plain TCP, or TLS with
+// Options::tls): one kept-alive connection to host:port, driven on a caller-supplied
 // boost::asio::io_context. Two users: the scraper, one connection per target
 // on its shared io thread (scrape/connection.h), and the synchronous client
 // (net/http_client.h), which runs one on a private io_context on the
@@ -31,6 +31,8 @@
 #include "core/status.h"
 
 namespace gpucanary::net {
+
+struct ClientTls;  // net/tls_context.h
 
 // One request to send and how much of its response to take. A value type;
 // Fetch takes it shared and immutable, so that a caller that sends the same
@@ -104,6 +106,10 @@ class AsyncConnection {
     // Fill FetchResult::headers (the scraper reads only Content-Type and
     // Content-Encoding, and skips the copies).
     bool keep_headers = false;
+    // Speak TLS (https://) with this context: a handshake after each
+    // connect, its failures "<method> <url>: TLS handshake: <why>"
+    // (kUnavailable). Null: plain TCP.
+    std::shared_ptr<const ClientTls> tls;
   };
 
   using Done = std::function<void(FetchResult)>;
@@ -124,7 +130,8 @@ class AsyncConnection {
   // closes the socket; the next Fetch opens a new one.
   virtual void Close() = 0;
 
-  // TCP connections opened so far (1 while keep-alive holds).
+  // TCP connections opened so far (1 while keep-alive holds); with TLS,
+  // counted once the handshake is done.
   virtual int connects() const = 0;
 };
 

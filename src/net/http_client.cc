@@ -8,6 +8,7 @@
 
 #include "net/async_connection.h"
 #include "net/gzip.h"
+#include "net/tls_context.h"
 #include "net/url.h"
 
 namespace gpucanary::net {
@@ -38,8 +39,11 @@ ClientRequest ToClientRequest(std::string_view target, const FetchOptions& optio
 // runs until the fetch is done.
 class HttpConnection::Impl {
  public:
-  Impl(std::string host, std::uint16_t port)
-      : host_(std::move(host)), port_(port), authority_(HostPort(host_, port_)) {}
+  Impl(std::string host, std::uint16_t port, std::optional<TlsClientOptions> tls)
+      : host_(std::move(host)),
+        port_(port),
+        authority_(HostPort(host_, port_)),
+        tls_options_(std::move(tls)) {}
 
   // `url` names the request in error messages; `close` asks the server to
   // close the connection after the response (a one-shot Fetch).
@@ -47,7 +51,7 @@ class HttpConnection::Impl {
                                std::string_view url, bool close);
   int connects() const { return connection_ ? connection_->connects() : 0; }
   std::string Url(std::string_view target) const {
-    return "http://" + authority_ + std::string(target);
+    return (tls_options_ ? "https://" : "http://") + authority_ + std::string(target);
   }
   void Close() {
     if (connection_) connection_->Close();
@@ -57,6 +61,7 @@ class HttpConnection::Impl {
   std::string host_;
   std::uint16_t port_;
   std::string authority_;
+  std::optional<TlsClientOptions> tls_options_;  // set: https
   boost::asio::io_context ioc_{1};
   // Made on the first request, so that an unused HttpConnection holds no
   // descriptors; declared after ioc_, which must outlive it.
@@ -76,6 +81,11 @@ Result<HttpResponse> HttpConnection::Impl::Request(std::string_view target,
     async.wording = AsyncConnection::Wording::kClient;
     async.blocking_lookup = true;
     async.keep_headers = true;
+    if (tls_options_) {
+      auto tls = NewClientTls(*tls_options_);
+      if (!tls) return Error(tls.error().WithPrefix(what));
+      async.tls = std::move(*tls);
+    }
     connection_ = AsyncConnection::Create(ioc_, host_, port_, async);
   }
   std::optional<FetchResult> result;
@@ -105,7 +115,9 @@ Result<HttpResponse> HttpConnection::Impl::Request(std::string_view target,
 }
 
 HttpConnection::HttpConnection(std::string host, std::uint16_t port)
-    : impl_(std::make_unique<Impl>(std::move(host), port)) {}
+    : impl_(std::make_unique<Impl>(std::move(host), port, std::nullopt)) {}
+HttpConnection::HttpConnection(std::string host, std::uint16_t port, TlsClientOptions tls)
+    : impl_(std::make_unique<Impl>(std::move(host), port, std::move(tls))) {}
 HttpConnection::~HttpConnection() = default;
 HttpConnection::HttpConnection(HttpConnection&&) noexcept = default;
 HttpConnection& HttpConnection::operator=(HttpConnection&&) noexcept = default;
@@ -120,7 +132,9 @@ void HttpConnection::Close() { impl_->Close(); }
 Result<HttpResponse> Fetch(const std::string& url, const FetchOptions& options) {
   auto parsed = ParseHttpUrl(url);
   if (!parsed) return Error(parsed.error());
-  HttpConnection::Impl connection(parsed->host, parsed->port);
+  std::optional<TlsClientOptions> tls;
+  if (parsed->https) tls = options.tls;
+  HttpConnection::Impl connection(parsed->host, parsed->port, std::move(tls));
   return connection.Request(parsed->target, options, url, true);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// A small synchronous HTTP/1.1 client over plain TCP (http:// only), for
-// tests, the CLI, integration tests and the benchmark. Each call blocks the
+// A small synchronous HTTP/1.1 client (http:// and https://), for tests, the
+// CLI, integration tests, the benchmark and every outbound client of the
+// daemon (Grafana, OTLP, webhooks, history Prometheus, Kubernetes API). Each call blocks the
 // calling thread until the response is complete or the deadline passes; no
 // background threads. Built on the asynchronous client
 // (net/async_connection.h), run on a private event loop by the caller's
@@ -17,6 +18,7 @@
 
 #include "core/status.h"
 #include "net/http_message.h"
+#include "net/tls_options.h"
 #include "net/url.h"
 
 namespace gpucanary::net {
@@ -29,14 +31,21 @@ struct FetchOptions {
   int timeout_ms = 5000;    // the whole exchange: connect, send, receive (not name lookup)
   bool accept_gzip = true;  // send "Accept-Encoding: gzip" and decode gzip bodies
   std::size_t max_body_bytes = 64 << 20;  // larger response bodies (decoded) are an error
+  // For https:// URLs (ignored for http://): the server's certificate is
+  // checked against ca_file or the system's CAs, and its name against
+  // server_name or the URL's host, unless insecure_skip_verify.
+  TlsClientOptions tls{};
 };
 
 // One request on a fresh connection, closed afterwards. Gzip bodies are
 // decoded (see HttpResponse). Any status is a successful fetch; errors are
 // for not getting a response, each naming the method, the URL and what
-// failed: kInvalidArgument (bad URL or options), kUnavailable ("GET
-// http://127.0.0.1:9/metrics: connect: Connection refused", "...: timed out
-// after 5000 ms"), kIoError (the connection broke), kParseError (not HTTP,
+// failed: kInvalidArgument (bad URL or options, TLS files that cannot be
+// loaded: "GET https://h/: tls_config.ca_file ca.pem: No such file or
+// directory"), kUnavailable ("GET http://127.0.0.1:9/metrics: connect:
+// Connection refused", "...: timed out after 5000 ms", "GET
+// https://127.0.0.1:9443/metrics: TLS handshake: certificate verify failed
+// (self-signed certificate)"), kIoError (the connection broke), kParseError (not HTTP,
 // bad gzip), kOutOfRange (body over max_body_bytes). A host name (not an IP
 // address) is looked up with the system resolver, outside the timeout.
 // Thread-safe.
@@ -53,7 +62,12 @@ Result<HttpResponse> Fetch(const std::string& url, const FetchOptions& options =
 // only be destroyed or assigned to.
 class HttpConnection {
  public:
+  // Plain HTTP.
   HttpConnection(std::string host, std::uint16_t port);
+  // HTTPS with `tls`: its files are loaded on the first request (errors as
+  // Fetch's) and the context kept for the connection's life; the
+  // FetchOptions::tls of each request is not read.
+  HttpConnection(std::string host, std::uint16_t port, TlsClientOptions tls);
   ~HttpConnection();
   HttpConnection(HttpConnection&&) noexcept;
   HttpConnection& operator=(HttpConnection&&) noexcept;

@@ -45,8 +45,9 @@ TEST(ParseHttpUrlTest, SplitsHostPortAndTarget) {
 TEST(ParseHttpUrlTest, RejectsWhatItCannotFetch) {
   const char* bad[] = {"",
                        "127.0.0.1:9400/metrics",
-                       "https://127.0.0.1/",
                        "ftp://x/",
+                       "https://",
+                       "https://user@h/",
                        "http://",
                        "http:///metrics",
                        "http://:80/",
@@ -66,7 +67,22 @@ TEST(ParseHttpUrlTest, RejectsWhatItCannotFetch) {
     EXPECT_EQ(u.error().code(), StatusCode::kInvalidArgument) << url;
     EXPECT_THAT(u.error().message(), HasSubstr(std::string("bad URL '") + url + "'"));
   }
-  EXPECT_THAT(ParseHttpUrl("https://x/").error().message(), HasSubstr("only http://"));
+  EXPECT_THAT(ParseHttpUrl("ftp://x/").error().message(),
+              HasSubstr("only http:// and https:// are supported"));
+}
+
+TEST(ParseHttpUrlTest, HttpsDefaultsToPort443) {
+  auto u = ParseHttpUrl("HTTPS://gpu-7.example:9443/metrics");
+  ASSERT_TRUE(u) << u.error().ToString();
+  EXPECT_TRUE(u->https);
+  EXPECT_EQ(u->host, "gpu-7.example");
+  EXPECT_EQ(u->port, 9443);
+  EXPECT_EQ(u->target, "/metrics");
+  u = ParseHttpUrl("https://[::1]");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_FALSE(ParseHttpUrl("http://h/")->https);
 }
 
 // A TCP socket bound to a free loopback port. Without listen() a connect to
@@ -107,11 +123,11 @@ TEST(FetchTest, ConnectionRefusedNamesUrlAndCause) {
 }
 
 TEST(FetchTest, BadUrlIsInvalidArgument) {
-  auto r = Fetch("https://127.0.0.1:9400/metrics");
+  auto r = Fetch("ftp://127.0.0.1:9400/metrics");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.error().message(),
-            "bad URL 'https://127.0.0.1:9400/metrics': only http:// is supported");
+            "bad URL 'ftp://127.0.0.1:9400/metrics': only http:// and https:// are supported");
 }
 
 TEST(FetchTest, UnresolvableHostIsUnavailable) {

@@ -10,23 +10,28 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/mutex.h"
 #include "net/gzip.h"
+#include "net/tls_context.h"
 
 namespace gpucanary::net {
 namespace {
@@ -307,6 +312,7 @@ struct ServerCore {
   std::atomic<std::uint64_t> open{0};
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> handler_exceptions{0};
+  std::atomic<std::uint64_t> tls_handshake_failures{0};
 
   Mutex limits_mu;
   std::size_t limited_open GUARDED_BY(limits_mu) = 0;
@@ -328,18 +334,32 @@ bool CallGuarded(HttpResponse& response, Fn&& fn) {
   }
 }
 
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
 // One connection: read a request, call the handler, write the response, and
 // again while keep-alive holds. Lives as long as an operation is pending on
 // it (each holds a shared_ptr); its operations run on its own strand, so it
-// needs no lock even with several io threads.
-class Session : public std::enable_shared_from_this<Session> {
+// needs no lock even with several io threads. `Stream` is PlainStream or
+// TlsStream (HTTPS: a handshake first, then the same exchange over TLS).
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
   // `handler` and `fast` belong to the listener, which is destroyed only
   // after the io and handler threads have stopped, so they are never called
-  // after they are gone. REQUIRES: `client` admitted by core.Admit.
+  // after they are gone. `tls`: the listener's context when the session
+  // began (HTTPS only; held, as a reload may replace the listener's).
+  // REQUIRES: `client` admitted by core.Admit.
   Session(ServerCore& core, const Handler& handler, const FastHandler& fast, tcp::socket&& socket,
-          const asio::ip::address& client)
-      : core_(core), handler_(handler), fast_(fast), stream_(std::move(socket)), client_(client) {
+          const asio::ip::address& client, std::shared_ptr<asio::ssl::context> tls = nullptr)
+      : core_(core),
+        handler_(handler),
+        fast_(fast),
+        tls_(std::move(tls)),
+        stream_(MakeStream(std::move(socket), tls_.get())),
+        client_(client) {
     core_.accepted.fetch_add(1, std::memory_order_relaxed);
     core_.open.fetch_add(1, std::memory_order_relaxed);
   }
@@ -351,11 +371,44 @@ class Session : public std::enable_shared_from_this<Session> {
   Session& operator=(const Session&) = delete;
 
   void Run() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->AwaitRequest(); });
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->Handshake();
+      } else {
+        self->AwaitRequest();
+      }
+    });
   }
 
  private:
   using Seconds = std::chrono::seconds;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
+  static Stream MakeStream(tcp::socket&& socket, asio::ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  // Within the read timeout, as a request must arrive: a client that
+  // connects and stays silent holds the connection no longer. A client
+  // speaking plain HTTP, or refusing our certificate, fails here and is
+  // closed (there is no way to answer it in HTTP).
+  void Handshake() {
+    Tcp().expires_after(Seconds(core_.options.read_timeout_s));
+    stream_.async_handshake(
+        asio::ssl::stream_base::server, [self = shared_from_this()](ErrorCode ec) {
+          if (ec) {
+            self->core_.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+            return self->Close();
+          }
+          self->AwaitRequest();
+        });
+  }
 
   void AwaitRequest() {
     parser_.emplace();
@@ -368,7 +421,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // The idle timeout covers the wait for the first byte; the read timeout
     // the rest, so a client trickling a request cannot hold the connection
     // for the (long) idle time.
-    stream_.expires_after(Seconds(core_.options.idle_timeout_s));
+    Tcp().expires_after(Seconds(core_.options.idle_timeout_s));
     stream_.async_read_some(buffer_.prepare(kFirstReadBytes),
                             [self = shared_from_this()](ErrorCode ec, std::size_t n) {
                               if (ec) return self->Close();
@@ -378,7 +431,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadHeader() {
-    stream_.expires_after(Seconds(core_.options.read_timeout_s));
+    Tcp().expires_after(Seconds(core_.options.read_timeout_s));
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](ErrorCode ec, std::size_t) {
                               if (ec) return self->OnReadError(ec);
@@ -468,7 +521,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Write(http::response<http::string_body>&& res) {
     res_ = std::move(res);
-    stream_.expires_after(Seconds(core_.options.write_timeout_s));
+    Tcp().expires_after(Seconds(core_.options.write_timeout_s));
     http::async_write(stream_, res_, [self = shared_from_this()](ErrorCode ec, std::size_t) {
       if (ec) return self->Close();
       if (self->res_.need_eof()) return self->ShutdownAndClose();
@@ -490,7 +543,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response.content_type = "text/plain; charset=utf-8";
     response.body = std::move(text);
     res_ = BuildResponse(request, std::move(response), false, core_.options);
-    stream_.expires_after(Seconds(core_.options.write_timeout_s));
+    Tcp().expires_after(Seconds(core_.options.write_timeout_s));
     http::async_write(stream_, res_, [self = shared_from_this()](ErrorCode ec, std::size_t) {
       if (ec) return self->Close();
       self->ShutdownAndClose();
@@ -500,9 +553,16 @@ class Session : public std::enable_shared_from_this<Session> {
   // Sends FIN, then reads and discards until the client closes too or
   // kLingerTime passes (a lingering close, as nginx does).
   void ShutdownAndClose() {
+    if constexpr (kTls) {
+      // TLS's own close (close_notify), waiting for the client's as long as
+      // a lingering close would.
+      Tcp().expires_after(kLingerTime);
+      stream_.async_shutdown([self = shared_from_this()](ErrorCode) { self->Close(); });
+      return;
+    }
     ErrorCode ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(kLingerTime);
+    Tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    Tcp().expires_after(kLingerTime);
     buffer_.clear();
     Drain();
   }
@@ -515,12 +575,13 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
-  void Close() { stream_.close(); }
+  void Close() { Tcp().close(); }
 
   ServerCore& core_;
   const Handler& handler_;
   const FastHandler& fast_;
-  beast::tcp_stream stream_;
+  const std::shared_ptr<asio::ssl::context> tls_;  // alive while stream_ uses it
+  Stream stream_;
   const asio::ip::address client_;  // what it counts against in core_'s limits
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -541,7 +602,7 @@ class HttpServer::Impl {
   ~Impl() { Stop(); }
 
   Result<std::uint16_t> Listen(const std::string& host, std::uint16_t port, Handler handler,
-                               FastHandler fast);
+                               FastHandler fast, const TlsServerOptions* tls);
   Status Start();
   void Stop();
   Stats stats() const;
@@ -555,6 +616,7 @@ class HttpServer::Impl {
     // Shared by the listener's sessions, which it outlives.
     const Handler handler;
     const FastHandler fast;
+    std::unique_ptr<ServerTlsContext> tls;  // HTTPS; null: plain HTTP
   };
 
   Status Validate() const;
@@ -597,11 +659,15 @@ Status HttpServer::Impl::Validate() const {
   if (o.gzip_level < 1 || o.gzip_level > 9) {
     return Error(StatusCode::kInvalidArgument, "HttpServer: gzip_level must be 1..9");
   }
+  if (o.tls_check_interval_ms < 0) {
+    return Error(StatusCode::kInvalidArgument, "HttpServer: tls_check_interval_ms must be >= 0");
+  }
   return Status::Ok();
 }
 
 Result<std::uint16_t> HttpServer::Impl::Listen(const std::string& host, std::uint16_t port,
-                                               Handler handler, FastHandler fast) {
+                                               Handler handler, FastHandler fast,
+                                               const TlsServerOptions* tls) {
   const std::string where = "listen " + HostPort(host, port);
   MutexLock lock(mu_);
   if (stopped_) return Error(StatusCode::kUnavailable, where + ": server stopped");
@@ -619,6 +685,16 @@ Result<std::uint16_t> HttpServer::Impl::Listen(const std::string& host, std::uin
     endpoint = results.begin()->endpoint();
   }
   auto listener = std::make_unique<Listener>(*ioc_, std::move(handler), std::move(fast));
+  if (tls != nullptr) {
+    ServerTlsContext::Log log = core_.options.log;
+    if (!log) {
+      log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    }
+    auto context = ServerTlsContext::Create(*tls, where, std::move(log));
+    if (!context) return Error(context.error());
+    (*context)->set_check_interval(std::chrono::milliseconds(core_.options.tls_check_interval_ms));
+    listener->tls = std::move(*context);
+  }
   tcp::acceptor& acceptor = listener->acceptor;
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -627,6 +703,7 @@ Result<std::uint16_t> HttpServer::Impl::Listen(const std::string& host, std::uin
   if (ec) return Error(StatusCode::kIoError, where + ": " + ec.message());
   const std::uint16_t bound = acceptor.local_endpoint(ec).port();
   if (ec) return Error(StatusCode::kIoError, where + ": " + ec.message());
+  if (listener->tls) listener->tls->set_name("listen " + HostPort(host, bound));
   Accept(listener.get());
   listeners_.push_back(std::move(listener));
   return bound;
@@ -635,37 +712,43 @@ Result<std::uint16_t> HttpServer::Impl::Listen(const std::string& host, std::uin
 void HttpServer::Impl::Accept(Listener* listener) {
   // Each connection gets its own strand (Beast's advanced server does the
   // same): its timer and its I/O then never run at once on two threads.
-  listener->acceptor.async_accept(
-      asio::make_strand(*ioc_), [this, listener](ErrorCode ec, tcp::socket socket) {
-        if (ec == asio::error::operation_aborted || stopping()) return;
-        if (ec) {  // EMFILE, ENFILE, ENOBUFS: wait instead of spinning
-          listener->retry.expires_after(kAcceptRetry);
-          listener->retry.async_wait([this, listener](ErrorCode wait_ec) {
-            if (!wait_ec && !stopping()) Accept(listener);
-          });
-          return;
-        }
-        const asio::ip::address client = ClientOf(socket);
-        switch (core_.Admit(client)) {
-          case ServerCore::Admission::kAdmitted: {
-            ErrorCode ignored;
-            socket.set_option(tcp::no_delay(true), ignored);
-            std::make_shared<Session>(core_, listener->handler, listener->fast, std::move(socket),
-                                      client)
-                ->Run();
-            break;
-          }
-          case ServerCore::Admission::kClientFull:
-            core_.refused.fetch_add(1, std::memory_order_relaxed);
-            Refuse(socket, 429);
-            break;
-          case ServerCore::Admission::kServerFull:
-            core_.refused.fetch_add(1, std::memory_order_relaxed);
-            Refuse(socket, 503);
-            break;
-        }
-        Accept(listener);
+  listener->acceptor.async_accept(asio::make_strand(*ioc_), [this, listener](ErrorCode ec,
+                                                                             tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || stopping()) return;
+    if (ec) {  // EMFILE, ENFILE, ENOBUFS: wait instead of spinning
+      listener->retry.expires_after(kAcceptRetry);
+      listener->retry.async_wait([this, listener](ErrorCode wait_ec) {
+        if (!wait_ec && !stopping()) Accept(listener);
       });
+      return;
+    }
+    const asio::ip::address client = ClientOf(socket);
+    switch (core_.Admit(client)) {
+      case ServerCore::Admission::kAdmitted: {
+        ErrorCode ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        if (listener->tls) {
+          std::make_shared<Session<TlsStream>>(core_, listener->handler, listener->fast,
+                                               std::move(socket), client, listener->tls->Current())
+              ->Run();
+        } else {
+          std::make_shared<Session<PlainStream>>(core_, listener->handler, listener->fast,
+                                                 std::move(socket), client)
+              ->Run();
+        }
+        break;
+      }
+      case ServerCore::Admission::kClientFull:
+        core_.refused.fetch_add(1, std::memory_order_relaxed);
+        Refuse(socket, 429);
+        break;
+      case ServerCore::Admission::kServerFull:
+        core_.refused.fetch_add(1, std::memory_order_relaxed);
+        Refuse(socket, 503);
+        break;
+    }
+    Accept(listener);
+  });
 }
 
 Status HttpServer::Impl::Start() {
@@ -728,7 +811,13 @@ HttpServer::Stats HttpServer::Impl::stats() const {
   s.open_connections = core_.open.load(std::memory_order_relaxed);
   s.requests = core_.requests.load(std::memory_order_relaxed);
   s.handler_exceptions = core_.handler_exceptions.load(std::memory_order_relaxed);
+  s.tls_handshake_failures = core_.tls_handshake_failures.load(std::memory_order_relaxed);
   MutexLock lock(mu_);
+  for (const auto& listener : listeners_) {
+    if (!listener->tls) continue;
+    s.tls_reloads += listener->tls->reloads();
+    s.tls_reload_failures += listener->tls->reload_failures();
+  }
   s.io_cpu_seconds = finished_threads_cpu_.load();
   for (const pthread_t handle : thread_handles_) {
     clockid_t clock{};
@@ -739,12 +828,17 @@ HttpServer::Stats HttpServer::Impl::stats() const {
   return s;
 }
 
-HttpServer::HttpServer(Options options) : impl_(std::make_unique<Impl>(options)) {}
+HttpServer::HttpServer(const Options& options) : impl_(std::make_unique<Impl>(options)) {}
 HttpServer::~HttpServer() = default;
 
 Result<std::uint16_t> HttpServer::Listen(const std::string& host, std::uint16_t port,
                                          Handler handler, FastHandler fast) {
-  return impl_->Listen(host, port, std::move(handler), std::move(fast));
+  return impl_->Listen(host, port, std::move(handler), std::move(fast), nullptr);
+}
+Result<std::uint16_t> HttpServer::ListenTls(const std::string& host, std::uint16_t port,
+                                            const TlsServerOptions& tls, Handler handler,
+                                            FastHandler fast) {
+  return impl_->Listen(host, port, std::move(handler), std::move(fast), &tls);
 }
 Status HttpServer::Start() { return impl_->Start(); }
 void HttpServer::Stop() { impl_->Stop(); }

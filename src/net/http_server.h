@@ -42,6 +42,14 @@
 //   from one remote IP address is answered 429, one beyond max_connections
 //   (all listeners together) 503, both with "Retry-After: 1" and closed at
 //   once, before a byte of it is read; the connections already open go on.
+// - HTTPS (ListenTls): TLS 1.2 or later through OpenSSL; the handshake must
+//   finish within read_timeout_s; everything above holds on top of it (the
+//   429/503 refusals are sent in plain text before any handshake). A
+//   client that is not speaking TLS (plain HTTP) fails the handshake and
+//   is closed. The certificate files are looked at at most once a second,
+//   as connections are accepted, and a changed set is loaded for the
+//   connections accepted from then on; one that fails to load keeps the
+//   previous certificate and is reported through Options::log.
 
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +59,7 @@
 
 #include "core/status.h"
 #include "net/http_message.h"
+#include "net/tls_options.h"
 
 namespace gpucanary::net {
 
@@ -91,18 +100,26 @@ class HttpServer {
     int handler_threads = 0;                     // 0: handlers run on the io threads; else 1..256
     std::size_t max_connections = 0;             // open at once, all listeners; 0: no limit
     std::size_t max_connections_per_client = 0;  // from one remote IP address; 0: no limit
+    // Where the server reports what nobody asked about (TLS certificate
+    // reloads); null: standard error. Called on an io thread.
+    std::function<void(const std::string&)> log = nullptr;
+    // How often, at most, an HTTPS listener looks at its certificate files.
+    int tls_check_interval_ms = 1000;
   };
 
   struct Stats {
     std::uint64_t connections_accepted = 0;
     std::uint64_t connections_refused = 0;  // over a connection limit (429, 503)
     std::uint64_t open_connections = 0;
-    std::uint64_t requests = 0;            // responses the handlers produced
-    std::uint64_t handler_exceptions = 0;  // of those, the 500s for a throwing handler
-    double io_cpu_seconds = 0;             // CPU time of the io and handler threads so far
+    std::uint64_t requests = 0;                // responses the handlers produced
+    std::uint64_t handler_exceptions = 0;      // of those, the 500s for a throwing handler
+    double io_cpu_seconds = 0;                 // CPU time of the io and handler threads so far
+    std::uint64_t tls_handshake_failures = 0;  // connections closed for a failed handshake
+    std::uint64_t tls_reloads = 0;             // certificates reloaded, all listeners
+    std::uint64_t tls_reload_failures = 0;     // changed files that failed to load
   };
 
-  explicit HttpServer(Options options);
+  explicit HttpServer(const Options& options);
   ~HttpServer();  // Stop()s
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -117,6 +134,15 @@ class HttpServer {
   // refuses; kUnavailable after Stop().
   Result<std::uint16_t> Listen(const std::string& host, std::uint16_t port, Handler handler,
                                FastHandler fast = nullptr);
+
+  // As Listen, serving HTTPS with `tls`'s certificate (and client
+  // certificates as tls.client_auth asks). Errors: Listen's, and
+  // kInvalidArgument for files that cannot be loaded ("listen
+  // 0.0.0.0:9464: tls_server_config.cert_file server.pem: No such file or
+  // directory").
+  Result<std::uint16_t> ListenTls(const std::string& host, std::uint16_t port,
+                                  const TlsServerOptions& tls, Handler handler,
+                                  FastHandler fast = nullptr);
 
   // Starts the io threads. Errors: kInvalidArgument for bad options or a
   // second Start; kUnavailable after Stop().

@@ -50,19 +50,28 @@ std::string HostPort(std::string_view host, std::uint16_t port) {
 }
 
 Result<HttpUrl> ParseHttpUrl(std::string_view url) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.size() < kScheme.size() || !EqualsIgnoreCase(url.substr(0, kScheme.size()), kScheme)) {
-    return Error(BadUrl(url, "only http:// is supported"));
+  const auto has_scheme = [url](std::string_view scheme) {
+    return url.size() >= scheme.size() && EqualsIgnoreCase(url.substr(0, scheme.size()), scheme);
+  };
+  HttpUrl out;
+  std::size_t scheme_size = 0;
+  if (has_scheme("http://")) {
+    scheme_size = 7;
+  } else if (has_scheme("https://")) {
+    scheme_size = 8;
+    out.https = true;
+    out.port = 443;
+  } else {
+    return Error(BadUrl(url, "only http:// and https:// are supported"));
   }
   if (std::any_of(url.begin(), url.end(),
                   [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == '\x7f'; })) {
     return Error(BadUrl(url, "spaces or control characters"));
   }
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest = url.substr(scheme_size);
   rest = rest.substr(0, rest.find('#'));
   const std::size_t authority_end = rest.find_first_of("/?");
   std::string_view authority = rest.substr(0, authority_end);
-  HttpUrl out;
   if (authority_end != std::string_view::npos) {
     out.target = std::string(rest.substr(authority_end));
     if (out.target.front() == '?') out.target.insert(0, "/");

@@ -1,6 +1,6 @@
 #pragma once
-// http:// URLs, URL query strings and form bodies (application/x-www-form-urlencoded, the
-// WHATWG URL standard's rules): encoding one value, decoding a whole query.
+// http:// and https:// URLs, URL query strings and form bodies (application/x-www-form-urlencoded,
+// the WHATWG URL standard's rules): encoding one value, decoding a whole query.
 
 #include <cstdint>
 #include <string>
@@ -12,16 +12,18 @@
 
 namespace gpucanary::net {
 
-// The parts of an http:// URL a request needs.
+// The parts of an http:// or https:// URL a request needs.
 struct HttpUrl {
-  std::string host;  // "127.0.0.1", "localhost", "::1" (brackets removed)
-  std::uint16_t port = 80;
+  bool https = false;
+  std::string host;          // "127.0.0.1", "localhost", "::1" (brackets removed)
+  std::uint16_t port = 80;   // 443 for https unless given
   std::string target = "/";  // path and query, never empty; the fragment dropped
 };
 
-// Parses "http://host[:port][/path][?query][#fragment]". Errors:
-// kInvalidArgument "bad URL 'ftp://x': only http:// is supported" style (not
-// http, no host, bad port, user info, spaces or control characters).
+// Parses "http[s]://host[:port][/path][?query][#fragment]" (the scheme in
+// any case). Errors: kInvalidArgument "bad URL 'ftp://x': only http:// and
+// https:// are supported" style (another scheme, no host, bad port, user
+// info, spaces or control characters).
 Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
 // "host:port" as a URL's authority and the Host header write it (RFC 3986

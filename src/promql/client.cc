@@ -74,7 +74,8 @@ class Api {
   Api(std::string base, std::string prefix, const net::HttpUrl& url, const ClientOptions& options)
       : base_(std::move(base)),
         prefix_(std::move(prefix)),
-        connection_(url.host, url.port),
+        connection_(url.https ? net::HttpConnection(url.host, url.port, options.tls)
+                              : net::HttpConnection(url.host, url.port)),
         max_get_bytes_(options.max_get_bytes) {
     fetch_.timeout_ms = options.timeout_ms;
     fetch_.max_body_bytes = options.max_body_bytes;

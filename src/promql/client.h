@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "net/tls_options.h"
 #include "net/url.h"
 #include "promql/response.h"
 
@@ -49,6 +50,8 @@ struct ClientOptions {
   std::string basic_auth_password;
   // Extra request headers, e.g. {"X-Scope-OrgID", "tenant-1"}.
   std::vector<std::pair<std::string, std::string>> headers;
+  // For an https:// base URL: the server's CA, a client certificate, ...
+  net::TlsClientOptions tls{};
   // Each HTTP exchange (connect, send, receive) must finish within this.
   int timeout_ms = 60000;
   // Sent as the API's `timeout` parameter (capped by the server's

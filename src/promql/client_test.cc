@@ -250,7 +250,7 @@ TEST(ClientTest, ErrorsNameMethodUrlAndQuery) {
   r = QueryRange(api.url(), "m", 0, 5, 0);
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
-  r = QueryInstant("https://example.com", "x", 0);
+  r = QueryInstant("ftp://example.com", "x", 0);  // https:// is fine; other schemes are not
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
   r = QueryInstant(api.url() + "/?x=1", "x", 0);

@@ -294,6 +294,7 @@ Publisher::Publisher(PublishConfig config, const std::function<void(std::string_
     : config_(std::move(config)) {
   if (config_.grafana) {
     net::FetchOptions request;
+    request.tls = config_.grafana->tls;
     if (!config_.grafana->token.empty()) {
       request.headers.emplace_back("Authorization", "Bearer " + config_.grafana->token);
     }
@@ -304,6 +305,7 @@ Publisher::Publisher(PublishConfig config, const std::function<void(std::string_
   if (config_.otlp) {
     net::FetchOptions request;
     request.headers = config_.otlp->headers;
+    request.tls = config_.otlp->tls;
     otlp_ = std::make_unique<Worker>("otlp",
                                      WithoutTrailingSlash(config_.otlp->endpoint) + "/v1/metrics",
                                      std::move(request), config_, log);

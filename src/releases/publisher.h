@@ -33,20 +33,23 @@
 #include <utility>
 #include <vector>
 
+#include "net/tls_options.h"
 #include "releases/release.h"
 
 namespace gpucanary::releases {
 
 struct GrafanaSinkConfig {
-  std::string url;  // http://grafana:3000 (http:// only)
+  std::string url;  // http://grafana:3000 or https://
   std::string token;
   std::vector<std::string> tags;  // after gpucanary, release, the service and the environment
   std::string dashboard_uid;      // empty: an organization-wide annotation
+  net::TlsClientOptions tls{};    // for https://
 };
 
 struct OtlpSinkConfig {
-  std::string endpoint;  // http://collector:4318 (http:// only)
+  std::string endpoint;  // http://collector:4318 or https://
   std::vector<std::pair<std::string, std::string>> headers;
+  net::TlsClientOptions tls{};  // for https://
 };
 
 struct PublishConfig {

@@ -92,8 +92,11 @@ const Clock& SystemClock() {
 // refused (and why).
 class Receiver::Batch {
  public:
-  Batch(Receiver& receiver, const WriteRequest& request)
-      : receiver_(receiver), request_(request), problems_(receiver.options_.max_listed_errors) {
+  Batch(Receiver& receiver, const WriteRequest& request, store::Appendable& into)
+      : receiver_(receiver),
+        into_(into),
+        request_(request),
+        problems_(receiver.options_.max_listed_errors) {
     const ReceiverOptions& o = receiver.options_;
     now_ = receiver.clock_.NowMs();
     latest_ = now_ > std::numeric_limits<std::int64_t>::max() - o.creation_grace_period_ms
@@ -131,7 +134,7 @@ class Receiver::Batch {
       return Status::Ok();
     }
     if (appender_ == nullptr) {
-      appender_ = receiver_.appendable_.NewAppender();
+      appender_ = into_.NewAppender();
       GC_CHECK(appender_ != nullptr, "Appendable::NewAppender returned null");
     }
     Result<store::SeriesRef> ref = appender_->Series(series.labels);
@@ -265,6 +268,7 @@ class Receiver::Batch {
   }
 
   Receiver& receiver_;
+  store::Appendable& into_;
   const WriteRequest& request_;
   Problems problems_;
   std::unique_ptr<store::Appender> appender_;
@@ -288,6 +292,10 @@ Receiver::Receiver(store::Appendable& appendable, ReceiverOptions options)
     : Receiver(appendable, SystemClock(), options) {}
 
 net::HttpResponse Receiver::Handle(const net::HttpRequest& request) {
+  return Handle(request, appendable_);
+}
+
+net::HttpResponse Receiver::Handle(const net::HttpRequest& request, store::Appendable& into) {
   ++requests_;
   if (request.method != "POST") {
     net::HttpResponse response = Text(405, "remote_write takes POST, not " + request.method);
@@ -312,15 +320,15 @@ net::HttpResponse Receiver::Handle(const net::HttpRequest& request) {
       histograms_dropped_ += ts.histograms;
     }
     samples_received_ += samples;
-    return Ingest(*decoded);
+    return Ingest(*decoded, into);
   } catch (const std::exception& e) {
     Count(WriteError::kInternal);
     return Text(500, std::string("internal error: ") + e.what());
   }
 }
 
-net::HttpResponse Receiver::Ingest(const WriteRequest& request) {
-  Batch batch(*this, request);
+net::HttpResponse Receiver::Ingest(const WriteRequest& request, store::Appendable& into) {
+  Batch batch(*this, request, into);
   return batch.Run();
 }
 

@@ -108,6 +108,9 @@ class Receiver {
 
   // Answers one request as the header comment says. Never throws.
   net::HttpResponse Handle(const net::HttpRequest& request);
+  // The same, writing through `into` instead of the receiver's appendable
+  // (the daemon's per-tenant view of it). `into` must outlive the call.
+  net::HttpResponse Handle(const net::HttpRequest& request, store::Appendable& into);
 
   // Handle as a net::Handler for HttpServer::Listen (or a router). The
   // receiver must outlive the server using it.
@@ -117,7 +120,7 @@ class Receiver {
 
  private:
   class Batch;
-  net::HttpResponse Ingest(const WriteRequest& request);
+  net::HttpResponse Ingest(const WriteRequest& request, store::Appendable& into);
   void Count(WriteError reason, std::uint64_t n = 1);
 
   store::Appendable& appendable_;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "config/tls_config.h"
 #include "config/yaml_fields.h"
 #include "model/names.h"
 #include "net/url.h"
@@ -42,6 +43,7 @@ constexpr std::string_view kJobKeys[] = {"job_name",
                                          "honor_labels",
                                          "honor_timestamps",
                                          "scheme",
+                                         "tls_config",
                                          "static_configs",
                                          "file_sd_configs",
                                          "prometheus_sd_configs",
@@ -203,9 +205,15 @@ class Parser {
     if (const YAML::Node* s = f->Find("scheme")) {
       Result<std::string> scheme = ReadString(r_, *s, Child(field, "scheme"));
       if (!scheme) return scheme.error();
-      if (*scheme != "http") {
-        return r_.Fail(*s, Child(field, "scheme"), "only http is supported").value();
+      if (*scheme != "http" && *scheme != "https") {
+        return r_.Fail(*s, Child(field, "scheme"), "must be http or https").value();
       }
+      job->scheme = *scheme;
+    }
+    if (const YAML::Node* t = f->Find("tls_config")) {
+      auto tls = config::ReadTlsClientConfig(r_, *t, Child(field, "tls_config"), base_dir_);
+      if (!tls) return tls.error();
+      job->tls_config = std::move(*tls);
     }
     if (const YAML::Node* b = f->Find("honor_labels")) {
       Result<bool> v = ReadBool(r_, *b, Child(field, "honor_labels"));
@@ -267,7 +275,9 @@ class Parser {
       for (std::size_t i = 0; i < t->size(); ++i) {
         const YAML::Node& item = (*t)[i];
         if (!item.IsScalar()) return r_.Fail(item, Index(tf, i), "expected host:port").value();
-        Result<std::string> address = NormalizeAddress(item.Scalar());
+        // Prometheus's addPort: 443 for https.
+        Result<std::string> address =
+            NormalizeAddress(item.Scalar(), job->scheme == "https" ? 443 : 80);
         if (!address) return r_.Fail(item, Index(tf, i), address.error().message()).value();
         sc.targets.push_back(std::move(*address));
       }
@@ -467,7 +477,7 @@ bool ParsePrometheusSize(std::string_view text, std::uint64_t* bytes) {
   return false;
 }
 
-Result<std::string> NormalizeAddress(std::string_view address) {
+Result<std::string> NormalizeAddress(std::string_view address, std::uint16_t default_port) {
   const auto bad = [&](std::string_view why) {
     return Error(StatusCode::kInvalidArgument,
                  "bad target address '" + std::string(address) + "': " + std::string(why));
@@ -486,7 +496,8 @@ Result<std::string> NormalizeAddress(std::string_view address) {
   const std::size_t bracket = address.rfind(']');
   const std::size_t host_end = bracket == std::string_view::npos ? 0 : bracket + 1;
   const bool has_port = address.find(':', host_end) != std::string_view::npos;
-  return has_port ? std::string(address) : std::string(address) + ":80";
+  return has_port ? std::string(address)
+                  : std::string(address) + ":" + std::to_string(default_port);
 }
 
 Result<ScrapeConfig> ReadScrapeSections(const Reporter& r, const YAML::Node* global,

@@ -12,6 +12,9 @@
 //       scrape_interval: 15s    # default: global
 //       scrape_timeout: 5s      # default: global, capped at the interval
 //       metrics_path: /metrics
+//       scheme: http                     # or https, with tls_config
+//       tls_config: {ca_file: ca.pem, cert_file: c.pem, key_file: c.key,
+//                    server_name: dcgm.internal, insecure_skip_verify: false}
 //       honor_labels: false
 //       honor_timestamps: true
 //       static_configs: [{targets: ['10.0.0.1:9400'], labels: {site: a}}]
@@ -26,8 +29,9 @@
 // prometheus_sd_configs is our extension: targets read from an existing
 // Prometheus's /api/v1/targets. The relabel lists are Prometheus's
 // (scrape/relabel_config.h). Unknown keys are errors (Prometheus's
-// tls_config, basic_auth, ... are not supported and are reported, not
-// ignored). Every error is a kParseError "FILE:LINE:COL: field.path: what".
+// basic_auth, authorization, ... are not supported and are reported, not
+// ignored); tls_config is config/tls_config.h's. Every error is a kParseError "FILE:LINE:COL:
+// field.path: what".
 
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +43,7 @@
 
 #include "core/status.h"
 #include "model/relabel.h"
+#include "net/tls_options.h"
 
 namespace YAML {
 class Node;
@@ -115,6 +120,9 @@ struct JobConfig {
   std::int64_t scrape_interval_ms = 15'000;  // the parser fills in the global ones
   std::int64_t scrape_timeout_ms = 10'000;
   std::string metrics_path = "/metrics";
+  std::string scheme = "http";  // "http" or "https": the targets' __scheme__ unless set
+  // For https targets: file paths made absolute against the config's folder.
+  net::TlsClientOptions tls_config{};
   bool honor_labels = false;
   bool honor_timestamps = true;
   std::vector<StaticConfig> static_configs;
@@ -171,8 +179,10 @@ std::string FormatPrometheusDuration(std::int64_t ms);
 bool ParsePrometheusSize(std::string_view text, std::uint64_t* bytes);
 
 // A target address as Prometheus takes it: "host:port", "[v6]:port", or a
-// bare host, which gets ":80" as Prometheus adds for http. No scheme, path,
+// bare host, which gets ":<default_port>" as Prometheus adds (80 for http;
+// a static target of an https job gets 443; file_sd targets always 80, as
+// their job is not known where they are read: give them a port). No scheme, path,
 // spaces or user info. Errors: kInvalidArgument saying why.
-Result<std::string> NormalizeAddress(std::string_view address);
+Result<std::string> NormalizeAddress(std::string_view address, std::uint16_t default_port = 80);
 
 }  // namespace gpucanary::scrape

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 namespace gpucanary::scrape {
@@ -29,6 +30,34 @@ scrape_configs:
   - job_name: vllm
     scrape_interval: 2s
 )";
+
+TEST(ScrapeConfigTest, HttpsJobsTakeTlsConfigRelativeToTheFile) {
+  std::string dir = ::testing::TempDir();
+  if (dir.ends_with('/')) dir.pop_back();
+  for (const char* name : {"ca.pem", "c.pem", "c.key"}) std::ofstream(dir + "/" + name) << "x";
+  Result<ScrapeConfig> c = ParseScrapeConfig(R"(scrape_configs:
+  - job_name: dcgm
+    scheme: https
+    tls_config:
+      ca_file: ca.pem
+      cert_file: c.pem
+      key_file: c.key
+      server_name: dcgm.internal
+      insecure_skip_verify: false
+    static_configs: [{targets: ['gpu-1:9400', 'gpu-2']}]
+)",
+                                             dir + "/scrape.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  const JobConfig& job = c->jobs[0];
+  EXPECT_EQ(job.scheme, "https");
+  EXPECT_EQ(job.tls_config.ca_file, dir + "/ca.pem");
+  EXPECT_EQ(job.tls_config.cert_file, dir + "/c.pem");
+  EXPECT_EQ(job.tls_config.key_file, dir + "/c.key");
+  EXPECT_EQ(job.tls_config.server_name, "dcgm.internal");
+  EXPECT_FALSE(job.tls_config.insecure_skip_verify);
+  // Prometheus adds :443 to a bare https target.
+  EXPECT_EQ(job.static_configs[0].targets, (std::vector<std::string>{"gpu-1:9400", "gpu-2:443"}));
+}
 
 TEST(ScrapeConfigTest, ReadsEveryFieldInPrometheusShapes) {
   Result<ScrapeConfig> c = ParseScrapeConfig(kFull, "/srv/gpucanary/scrape.yaml");
@@ -226,10 +255,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "s.yaml:2:5: scrape_configs[0].job_name: missing"},
         BadCase{"scrape_configs:\n  - job_name: a\n  - job_name: a\n",
                 "s.yaml:3:15: scrape_configs[1].job_name: duplicate job name 'a'"},
-        BadCase{"scrape_configs:\n  - job_name: a\n    tls_config: {}\n",
-                "s.yaml:3:5: scrape_configs[0].tls_config: unknown field (expected one of "
+        BadCase{"scrape_configs:\n  - job_name: a\n    basic_auth: {}\n",
+                "s.yaml:3:5: scrape_configs[0].basic_auth: unknown field (expected one of "
                 "job_name, scrape_interval, scrape_timeout, metrics_path, honor_labels, "
-                "honor_timestamps, scheme, static_configs, file_sd_configs, "
+                "honor_timestamps, scheme, tls_config, static_configs, file_sd_configs, "
                 "prometheus_sd_configs, params, relabel_configs, metric_relabel_configs, "
                 "sample_limit, label_limit, label_name_length_limit, label_value_length_limit, "
                 "body_size_limit)"},
@@ -277,8 +306,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "s.yaml:3:22: scrape_configs[0].relabel_configs: expected a list of relabel rules"},
         BadCase{"scrape_configs:\n  - job_name: a\n    params: {module: x}\n",
                 "s.yaml:3:22: scrape_configs[0].params.module: expected a list of values"},
-        BadCase{"scrape_configs:\n  - job_name: a\n    scheme: https\n",
-                "s.yaml:3:13: scrape_configs[0].scheme: only http is supported"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    scheme: ftp\n",
+                "s.yaml:3:13: scrape_configs[0].scheme: must be http or https"},
+        BadCase{
+            "scrape_configs:\n  - job_name: a\n    tls_config: {ca_file: /nonexistent/ca.pem}\n",
+            "s.yaml:3:27: scrape_configs[0].tls_config.ca_file: cannot read "
+            "'/nonexistent/ca.pem': No such file or directory"},
+        BadCase{"scrape_configs:\n  - job_name: a\n    tls_config: {insecure: true}\n",
+                "s.yaml:3:18: scrape_configs[0].tls_config.insecure: unknown field (expected one "
+                "of ca_file, cert_file, key_file, server_name, insecure_skip_verify)"},
         BadCase{"scrape_configs:\n  - job_name: a\n    metrics_path: metrics\n",
                 "s.yaml:3:19: scrape_configs[0].metrics_path: must be a path starting with '/'"},
         BadCase{"scrape_configs:\n  - job_name: a\n    honor_labels: maybe\n",
@@ -303,9 +339,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"scrape_configs:\n  - job_name: a\n    file_sd_configs:\n      - {}\n",
                 "s.yaml:4:9: scrape_configs[0].file_sd_configs[0].files: missing"},
         BadCase{"scrape_configs:\n  - job_name: a\n    prometheus_sd_configs:\n"
-                "      - url: 'https://prom:9090'\n",
+                "      - url: 'ftp://prom:9090'\n",
                 "s.yaml:4:14: scrape_configs[0].prometheus_sd_configs[0].url: bad URL "
-                "'https://prom:9090': only http:// is supported"},
+                "'ftp://prom:9090': only http:// and https:// are supported"},
         BadCase{"scrape_configs:\n  - job_name: a\n    prometheus_sd_configs:\n"
                 "      - job: dcgm\n",
                 "s.yaml:4:9: scrape_configs[0].prometheus_sd_configs[0].url: missing"},

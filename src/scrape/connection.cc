@@ -7,11 +7,13 @@
 namespace gpucanary::scrape::internal {
 
 std::shared_ptr<net::AsyncConnection> NewConnection(boost::asio::io_context& ioc,
-                                                    const Target& target) {
+                                                    const Target& target,
+                                                    std::shared_ptr<const net::ClientTls> tls) {
   net::AsyncConnection::Options options;
   options.wording = net::AsyncConnection::Wording::kScrape;
   options.blocking_lookup = false;
   options.keep_headers = false;
+  options.tls = std::move(tls);
   return net::AsyncConnection::Create(ioc, target.host, target.port, options);
 }
 

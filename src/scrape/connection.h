@@ -27,10 +27,12 @@ inline constexpr const char* kAcceptHeader =
     "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 // A kept-alive connection to `target` on the scraper's io_context, its name
-// looked up inside each scrape's deadline. Lifetime and threads:
+// looked up inside each scrape's deadline; over TLS with `tls` (the job's
+// tls_config, for an https target), else plain. Lifetime and threads:
 // net::AsyncConnection's.
-std::shared_ptr<net::AsyncConnection> NewConnection(boost::asio::io_context& ioc,
-                                                    const Target& target);
+std::shared_ptr<net::AsyncConnection> NewConnection(
+    boost::asio::io_context& ioc, const Target& target,
+    std::shared_ptr<const net::ClientTls> tls = nullptr);
 
 // The GET every scrape of one target sends. Thread-compatible.
 class ScrapeRequest {

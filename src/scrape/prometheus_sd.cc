@@ -31,6 +31,7 @@ Result<TargetGroup> GroupOf(const Json& t, const Json& labels, const std::string
   const bool v6 = url->host.find(':') != std::string::npos;
   g.targets.push_back((v6 ? "[" + url->host + "]" : url->host) + ":" + std::to_string(url->port));
   g.labels.emplace_back("__metrics_path__", url->target);
+  if (url->https) g.labels.emplace_back("__scheme__", "https");
   for (const auto& [name, value] : labels.items()) {
     if (name == "job" || !value.is_string()) continue;
     g.labels.emplace_back(name, value.get<std::string>());

@@ -12,8 +12,9 @@
 // becomes one target group: the address and path from scrapeUrl, the labels
 // as Prometheus attached them (after its relabelling) except `job`, which is
 // ours (the job_name of the scrape config), plus the "__meta_*" labels of its
-// discoveredLabels (for our relabel_configs to read). https targets are skipped with an
-// error (the scraper speaks http only).
+// discoveredLabels (for our relabel_configs to read). An https scrapeUrl
+// gives its group __scheme__ https: it is scraped over TLS with our job's
+// tls_config (the other Prometheus's TLS settings are not in its answer).
 
 #include <string>
 #include <string_view>

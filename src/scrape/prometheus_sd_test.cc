@@ -23,29 +23,34 @@ TEST(PrometheusSdTest, KeepsTheJobsActiveTargetsWithTheirLabels) {
   Result<std::vector<TargetGroup>> g =
       ParsePrometheusTargets(kAnswer, "dcgm", "http://prom:9090", &skipped);
   ASSERT_TRUE(g.has_value()) << g.error().message();
-  ASSERT_EQ(g->size(), 2U);
+  ASSERT_EQ(g->size(), 3U);
   EXPECT_EQ((*g)[0].targets, (std::vector<std::string>{"10.0.0.1:9400"}));
   EXPECT_EQ((*g)[0].labels, (LabelPairs{{"__metrics_path__", "/metrics"},
                                         {"instance", "10.0.0.1:9400"},
                                         {"node", "n1"},
                                         {"__meta_kubernetes_pod_node_name", "gpu-node-1"}}));
   EXPECT_EQ((*g)[1].targets, (std::vector<std::string>{"[::1]:9400"}));
-  ASSERT_EQ(skipped.size(), 1U);
-  EXPECT_NE(skipped[0].message().find("https://s:9400/metrics skipped"), std::string::npos);
+  EXPECT_EQ((*g)[2].targets, (std::vector<std::string>{"s:9400"}));
+  EXPECT_EQ((*g)[2].labels, (LabelPairs{{"__metrics_path__", "/metrics"},
+                                        {"__scheme__", "https"},
+                                        {"instance", "s:9400"}}));
+  EXPECT_TRUE(skipped.empty());
 
   // Turned into targets, they are ours: our job name, their instance and labels.
   JobConfig job;
   job.job_name = "gpus";
   std::vector<Target> t = MakeTargets(job, *g, nullptr);
-  ASSERT_EQ(t.size(), 2U);
+  ASSERT_EQ(t.size(), 3U);
   EXPECT_EQ(t[0].url, "http://10.0.0.1:9400/metrics");
   EXPECT_EQ(t[0].labels,
             (model::Labels{{"instance", "10.0.0.1:9400"}, {"job", "gpus"}, {"node", "n1"}}));
   EXPECT_EQ(t[1].url, "http://[::1]:9400/m?x=1");
+  EXPECT_EQ(t[2].url, "https://s:9400/metrics");
+  EXPECT_TRUE(t[2].https);
 
   Result<std::vector<TargetGroup>> all = ParsePrometheusTargets(kAnswer, "", "p", nullptr);
   ASSERT_TRUE(all.has_value());
-  EXPECT_EQ(all->size(), 3U);
+  EXPECT_EQ(all->size(), 4U);
 }
 
 TEST(PrometheusSdTest, RejectsAnswersThatAreNotTargets) {

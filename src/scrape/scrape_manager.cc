@@ -25,6 +25,7 @@
 
 #include "core/mutex.h"
 #include "net/gzip.h"
+#include "net/tls_context.h"
 #include "scrape/connection.h"
 #include "scrape/ingester.h"
 
@@ -44,6 +45,9 @@ struct TargetRun {
   Target target;
   JobConfig job;
   std::shared_ptr<net::AsyncConnection> conn;
+  // Why an https target cannot be scraped (its job's tls_config files
+  // failed to load); each scrape then fails with it.
+  Status tls_error;
   internal::ScrapeRequest request;
   std::unique_ptr<Ingester> ingester;
   bool fast = false;
@@ -78,6 +82,11 @@ std::string MetricRelabelFingerprint(const JobConfig& j) {
   return out;
 }
 
+std::string TlsFingerprint(const net::TlsClientOptions& t) {
+  return t.ca_file + "\x1f" + t.cert_file + "\x1f" + t.key_file + "\x1f" + t.server_name +
+         (t.insecure_skip_verify ? "\x1fI" : "\x1fV");
+}
+
 // What besides the target's identity decides how it is scraped: a change
 // makes it a new target (Prometheus restarts a job's loops on such changes).
 std::string JobFingerprint(const JobConfig& j) {
@@ -87,7 +96,7 @@ std::string JobFingerprint(const JobConfig& j) {
          std::to_string(l.sample_limit) + "/" + std::to_string(l.label_limit) + "/" +
          std::to_string(l.label_name_length_limit) + "/" +
          std::to_string(l.label_value_length_limit) + "/" + std::to_string(l.body_size_limit) +
-         MetricRelabelFingerprint(j);
+         "/" + TlsFingerprint(j.tls_config) + MetricRelabelFingerprint(j);
 }
 
 // The most body bytes a target's scrape takes (decoded): its job's
@@ -195,7 +204,10 @@ class ScrapeManager::Impl {
   // On the io thread:
   void SyncJob(const JobConfig& job, std::vector<Target> targets);
   void RemoveJobsNotIn(const ScrapeConfig& config);
-  void Add(Target target, const JobConfig& job, std::string key);
+  // `tls`: the job's TLS context for an https target (or why there is
+  // none); null for http.
+  void Add(Target target, const JobConfig& job, std::string key,
+           const Result<std::shared_ptr<const net::ClientTls>>* tls);
   void Remove(const RunPtr& run);
   void EndRun(TargetRun& run);
   bool IsFast(const Target& t) const;
@@ -246,7 +258,24 @@ class ScrapeManager::Impl {
 
   mutable Mutex status_mu_;
   std::map<std::uint64_t, TargetStatus> status_ GUARDED_BY(status_mu_);
+  // Targets per `instance` value, and Instances()'s snapshot of its keys
+  // (null: to be rebuilt, the set changed).
+  std::map<std::string, std::size_t, std::less<>> instance_counts_ GUARDED_BY(status_mu_);
+  mutable std::shared_ptr<const std::vector<std::string>> instances_ GUARDED_BY(status_mu_);
 
+ public:
+  std::shared_ptr<const std::vector<std::string>> Instances() const {
+    MutexLock lock(status_mu_);
+    if (instances_ == nullptr) {
+      auto keys = std::make_shared<std::vector<std::string>>();
+      keys->reserve(instance_counts_.size());
+      for (const auto& [instance, count] : instance_counts_) keys->push_back(instance);
+      instances_ = std::move(keys);
+    }
+    return instances_;
+  }
+
+ private:
   std::atomic<std::uint64_t> scrapes_{0}, failures_{0}, timeouts_{0}, exposition_errors_{0},
       skipped_{0}, samples_{0}, stale_{0}, in_flight_{0}, max_in_flight_{0}, ingest_cpu_ns_{0};
   std::atomic<std::uint64_t> exceeded_sample_limit_{0}, exceeded_label_limits_{0},
@@ -399,10 +428,15 @@ void ScrapeManager::Impl::ClearFast(const std::string& key) {
 void ScrapeManager::Impl::SyncJob(const JobConfig& job, std::vector<Target> targets) {
   const std::string fingerprint = JobFingerprint(job);
   std::unordered_set<std::string> keep;
+  // Loaded once per update, for the job's new https targets (those already
+  // running keep the context they were made with).
+  std::optional<Result<std::shared_ptr<const net::ClientTls>>> tls;
   for (Target& t : targets) {
     std::string key = t.Key() + "\n" + fingerprint;
     if (!keep.insert(key).second || by_key_.count(key) != 0) continue;
-    Add(std::move(t), job, std::move(key));
+    const bool https = t.https;
+    if (https && !tls) tls = net::NewClientTls(job.tls_config);
+    Add(std::move(t), job, std::move(key), https ? &*tls : nullptr);
   }
   std::vector<RunPtr> gone;
   for (const auto& [key, run] : by_key_) {
@@ -423,12 +457,16 @@ void ScrapeManager::Impl::RemoveJobsNotIn(const ScrapeConfig& config) {
   for (const RunPtr& run : gone) Remove(run);
 }
 
-void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string key) {
+void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string key,
+                              const Result<std::shared_ptr<const net::ClientTls>>* tls) {
   auto run = std::make_shared<TargetRun>();
   run->id = ++next_id_;
   run->key = std::move(key);
   run->job = job;
-  run->conn = internal::NewConnection(ioc_, target);
+  std::shared_ptr<const net::ClientTls> context;
+  if (tls != nullptr && *tls) context = **tls;
+  if (tls != nullptr && !*tls) run->tls_error = tls->error().WithPrefix("GET " + target.url);
+  run->conn = internal::NewConnection(ioc_, target, std::move(context));
   run->request = internal::ScrapeRequest(target, options_.user_agent,
                                          BodyLimit(job, options_.body_limit_bytes));
   run->ingester = std::make_unique<Ingester>(store_, target.labels,
@@ -442,6 +480,8 @@ void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string k
     s.job = job.job_name;
     s.url = run->target.url;
     s.labels = run->target.labels;
+    const std::string_view instance = model::LabelValue(s.labels, "instance");
+    if (!instance.empty() && instance_counts_[std::string(instance)]++ == 0) instances_.reset();
   }
   SetInterval(*run);
   by_key_[run->key] = run;
@@ -455,7 +495,15 @@ void ScrapeManager::Impl::Remove(const RunPtr& run) {
   by_id_.erase(run->id);
   {
     MutexLock lock(status_mu_);
-    status_.erase(run->id);
+    if (auto it = status_.find(run->id); it != status_.end()) {
+      const std::string_view instance = model::LabelValue(it->second.labels, "instance");
+      auto count = instance_counts_.find(instance);
+      if (count != instance_counts_.end() && --count->second == 0) {
+        instance_counts_.erase(count);
+        instances_.reset();
+      }
+      status_.erase(it);
+    }
   }
   run->conn->Close();  // a fetch in flight completes at once, cancelled
   if (run->in_flight) {
@@ -567,6 +615,15 @@ void ScrapeManager::Impl::StartScrape(const RunPtr& run, std::int64_t slot, std:
   run->in_flight = true;
   run->last_slot_ms = slot;
   NoteInFlight(+1);
+  if (!run->tls_error.ok()) {
+    // Posted: OnFetched never runs inside the scrape that started it.
+    net::FetchResult r;
+    r.error = run->tls_error;
+    asio::post(ioc_, [this, run, slot, r = std::move(r)]() mutable {
+      OnFetched(run, slot, std::move(r));
+    });
+    return;
+  }
   const std::chrono::milliseconds timeout(std::min(run->target.timeout_ms, run->interval_ms));
   run->conn->Fetch(run->request.WithTimeout(timeout), timeout,
                    [this, run, slot](net::FetchResult r) { OnFetched(run, slot, std::move(r)); });
@@ -726,6 +783,9 @@ void ScrapeManager::SetFast(const std::string& key, TargetMatcher matcher) {
 }
 void ScrapeManager::ClearFast(const std::string& key) { impl_->ClearFast(key); }
 std::vector<TargetStatus> ScrapeManager::Targets() const { return impl_->Targets(); }
+std::shared_ptr<const std::vector<std::string>> ScrapeManager::Instances() const {
+  return impl_->Instances();
+}
 std::vector<Discovery::SourceStatus> ScrapeManager::DiscoverySources() const {
   return impl_->DiscoverySources();
 }

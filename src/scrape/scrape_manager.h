@@ -155,6 +155,10 @@ class ScrapeManager {
 
   // Every target now, sorted by job and URL.
   std::vector<TargetStatus> Targets() const;
+  // The `instance` label values of the targets now, sorted and unique. The
+  // same snapshot is returned until the set of targets changes, so a caller
+  // that asks per request (remote_write's guard) copies nothing.
+  std::shared_ptr<const std::vector<std::string>> Instances() const;
   std::vector<Discovery::SourceStatus> DiscoverySources() const;
   Stats stats() const;
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,8 @@
 #include "config/yaml_fields.h"
 #include "core/mutex.h"
 #include "net/http_server.h"
+#include "net/tls_test_util.h"
+#include "scrape/config.h"
 #include "scrape/connection.h"
 #include "scrape/test_appendable.h"
 #include "sim/live.h"
@@ -41,9 +44,12 @@ constexpr std::int64_t kStart = 1'764'680'000'000;
 // One /metrics endpoint whose body and behaviour the test sets.
 class TestTarget {
  public:
-  explicit TestTarget(std::string body) : body_(std::move(body)), server_(Options()) {
-    Result<std::uint16_t> p = server_.Listen(
-        "127.0.0.1", 0, [this](const net::HttpRequest& q, net::HttpResponse& r) { Handle(q, r); });
+  // `tls`: serve HTTPS with it.
+  explicit TestTarget(std::string body, const net::TlsServerOptions* tls = nullptr)
+      : body_(std::move(body)), server_(Options()), https_(tls != nullptr) {
+    auto handler = [this](const net::HttpRequest& q, net::HttpResponse& r) { Handle(q, r); };
+    Result<std::uint16_t> p = tls != nullptr ? server_.ListenTls("127.0.0.1", 0, *tls, handler)
+                                             : server_.Listen("127.0.0.1", 0, handler);
     EXPECT_TRUE(p.has_value());
     port_ = p.value_or(0);
     EXPECT_TRUE(server_.Start().ok());
@@ -71,7 +77,7 @@ class TestTarget {
     server_.Stop();
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  std::string url() const { return "http://" + address() + "/metrics"; }
+  std::string url() const { return (https_ ? "https://" : "http://") + address() + "/metrics"; }
   std::uint64_t connections() const { return server_.stats().connections_accepted; }
   net::HttpRequest last_request() const {
     MutexLock lock(mu_);
@@ -98,6 +104,7 @@ class TestTarget {
   bool hang_ GUARDED_BY(mu_) = false;
   net::HttpRequest last_ GUARDED_BY(mu_);
   net::HttpServer server_;
+  const bool https_;
   std::uint16_t port_ = 0;
 };
 
@@ -369,6 +376,64 @@ TEST_F(ManualScrapeTest, GzipPrometheusHeadersAndKeepAlive) {
   EXPECT_EQ(target.connections(), 1U);
 }
 
+// An https target (dcgm-exporter can serve TLS) through the scrape config
+// as an operator writes it: scheme, tls_config with files relative to the
+// config file; one TLS connection kept alive across scrapes.
+TEST_F(ManualScrapeTest, HttpsTargetWithTlsConfig) {
+  const net::test::TestPki pki;
+  const net::TlsServerOptions tls = pki.Server("server");
+  TestTarget target("m 1\n", &tls);
+  Result<ScrapeConfig> config = ParseScrapeConfig(
+      "scrape_configs:\n"
+      "  - job_name: job\n"
+      "    scrape_interval: 1s\n"
+      "    scheme: https\n"
+      "    tls_config: {ca_file: ca.crt, cert_file: client.crt, key_file: client.key}\n"
+      "    static_configs: [{targets: ['" +
+          target.address() + "']}]\n",
+      pki.dir.path() + "/scrape.yaml");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  ScrapeManager m(store_, clock_, ManualOptions());
+  ASSERT_TRUE(m.ApplyConfig(*config).ok());
+  ASSERT_TRUE(m.Start().ok());
+  const std::string up = Up(target.address());
+  const std::int64_t t0 = SlotAtOrAfter(PhaseMs(target.url(), 1000), 1000, kStart);
+  for (int k = 0; k < 2; ++k) ASSERT_TRUE(ScrapeAt(m, t0 + 1000 * k, up));
+  EXPECT_EQ(store_.Samples(up).back().value, 1);
+  EXPECT_EQ(store_.Samples("m{instance=\"" + target.address() + "\",job=\"job\"}").size(), 2U);
+  EXPECT_EQ(target.connections(), 1U);
+  EXPECT_EQ(m.Targets()[0].url, target.url());
+}
+
+// Without the CA the target is down, and says why.
+TEST_F(ManualScrapeTest, HttpsTargetWithAnUnknownCaIsDown) {
+  const net::test::TestPki pki;
+  const net::TlsServerOptions tls = pki.Server("server");
+  TestTarget target("m 1\n", &tls);
+  ScrapeConfig config = OneJob({target.address()}, 1000, 800);
+  config.jobs[0].scheme = "https";
+  config.jobs[0].tls_config.ca_file = pki.Crt("self_signed");
+  ScrapeManager m(store_, clock_, ManualOptions());
+  ASSERT_TRUE(m.ApplyConfig(config).ok());
+  ASSERT_TRUE(m.Start().ok());
+  const std::string up = Up(target.address());
+  const std::int64_t t0 = SlotAtOrAfter(PhaseMs(target.url(), 1000), 1000, kStart);
+  ASSERT_TRUE(ScrapeAt(m, t0, up));
+  EXPECT_EQ(store_.Samples(up).back().value, 0);
+  ASSERT_TRUE(StatusAt(m, t0));
+  EXPECT_EQ(m.Targets()[0].last_error,
+            "GET " + target.url() +
+                ": TLS handshake: certificate verify failed (unable to get local issuer "
+                "certificate)");
+  // A CA file gone since the config was read fails each scrape, naming it.
+  config.jobs[0].tls_config.ca_file = pki.dir.path() + "/gone.crt";
+  ASSERT_TRUE(m.ApplyConfig(config).ok());
+  ASSERT_TRUE(ScrapeAt(m, t0 + 1000, up));
+  ASSERT_TRUE(StatusAt(m, t0 + 1000));
+  EXPECT_EQ(m.Targets()[0].last_error, "GET " + target.url() + ": tls_config.ca_file " +
+                                           pki.dir.path() + "/gone.crt: No such file or directory");
+}
+
 // A series twice in one exposition: the first value kept, the second counted
 // (Prometheus's prometheus_target_scrapes_sample_duplicate_timestamp_total).
 TEST_F(ManualScrapeTest, DuplicateSeriesInAScrapeAreCounted) {
@@ -504,6 +569,11 @@ TEST_F(FileSdScrapeTest, ReloadsOnChangeKeepsLastGoodAndEndsVanishedTargets) {
   ASSERT_EQ(Urls(m), (std::set<std::string>{a.url()}));
   EXPECT_EQ(m.Targets()[0].labels,
             (model::Labels{{"instance", a.address()}, {"job", "job"}, {"rack", "r1"}}));
+  // The instances: one snapshot, shared until the targets change.
+  const auto instances = m.Instances();
+  ASSERT_NE(instances, nullptr);
+  EXPECT_EQ(*instances, std::vector<std::string>{a.address()});
+  EXPECT_EQ(m.Instances(), instances);  // the same object: nothing copied
   const std::string up_a = "up{instance=\"" + a.address() + "\",job=\"job\",rack=\"r1\"}";
   const std::int64_t ta = SlotAtOrAfter(PhaseMs(a.url(), 1000), 1000, kStart);
   ASSERT_TRUE(ScrapeAt(m, ta, up_a));
@@ -513,6 +583,8 @@ TEST_F(FileSdScrapeTest, ReloadsOnChangeKeepsLastGoodAndEndsVanishedTargets) {
   clock_.Set(ta + 5 * 60 * 1000 + 1);
   ASSERT_TRUE(PollFor([&] { return Urls(m) == std::set<std::string>{b.url()}; }))
       << "the file change was not picked up";
+  EXPECT_EQ(*m.Instances(), std::vector<std::string>{b.address()});
+  EXPECT_EQ(*instances, std::vector<std::string>{a.address()});  // a snapshot, unchanged
   ASSERT_TRUE(store_.WaitFor([&] {  // a's scrape may have been in flight: it ends first
     const auto s = store_.Samples(up_a);
     return !s.empty() && store::IsStaleNaN(s.back().value);
@@ -555,6 +627,9 @@ TEST_F(FileSdScrapeTest, ReloadsOnChangeKeepsLastGoodAndEndsVanishedTargets) {
   WriteTargets(R"([{"targets": [")" + a.address() + R"(", ")" + b.address() + R"("]}])");
   EXPECT_TRUE(m.ReloadDiscovery().ok());
   EXPECT_EQ(Urls(m), (std::set<std::string>{a.url(), b.url()}));
+  std::vector<std::string> both = {a.address(), b.address()};
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(*m.Instances(), both);
 }
 
 // The node-mapping recipe of docs/scraping.md end to end: a vLLM server

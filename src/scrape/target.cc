@@ -69,7 +69,7 @@ model::Labels DiscoveredLabels(const JobConfig& job, std::string_view address,
   SetIfUnset(labels, "__scrape_interval__", FormatPrometheusDuration(job.scrape_interval_ms));
   SetIfUnset(labels, "__scrape_timeout__", FormatPrometheusDuration(job.scrape_timeout_ms));
   SetIfUnset(labels, "__metrics_path__", job.metrics_path);
-  SetIfUnset(labels, "__scheme__", "http");
+  SetIfUnset(labels, "__scheme__", job.scheme);
   for (const auto& [name, values] : job.params) {
     if (!values.empty()) SetIfUnset(labels, std::string(kParamPrefix) + name, values.front());
   }
@@ -92,8 +92,9 @@ Result<std::optional<Target>> MakeTarget(const JobConfig& job, std::string_view 
   if (raw_address.empty()) return fail("no address");
   Result<std::string> normalized = NormalizeAddress(raw_address);
   if (!normalized) return fail(normalized.error().message());
-  if (const std::string_view scheme = model::LabelValue(labels, "__scheme__"); scheme != "http") {
-    return fail("scheme '" + std::string(scheme) + "' not supported (only http)");
+  const std::string scheme(model::LabelValue(labels, "__scheme__"));
+  if (scheme != "http" && scheme != "https") {
+    return fail("scheme '" + scheme + "' not supported (http or https)");
   }
   Target t;
   const auto duration = [&](std::string_view name, std::int64_t* ms) -> Status {
@@ -143,12 +144,13 @@ Result<std::optional<Target>> MakeTarget(const JobConfig& job, std::string_view 
   SetIfUnset(labels, "instance", *normalized);
 
   t.job = job.job_name;
-  t.url = "http://" + *normalized + path;
+  t.url = scheme + "://" + *normalized + path;
   Result<net::HttpUrl> url = net::ParseHttpUrl(t.url);
   if (!url) return fail(url.error().message());
   t.host = url->host;
   t.port = url->port;
   t.path = url->target;
+  t.https = url->https;
   for (model::Label& l : labels) {
     if (l.name.starts_with("__")) continue;
     if (!model::IsValidLabelName(l.name)) return fail("invalid label name '" + l.name + "'");

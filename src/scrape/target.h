@@ -33,8 +33,9 @@ struct Target {
   std::string job;
   std::string host;  // "10.0.0.1", "node-3", "::1" (no brackets)
   std::uint16_t port = 0;
-  std::string path;  // path and query: "/metrics", "/probe?module=a"
-  std::string url;   // "http://10.0.0.1:9400/metrics"
+  std::string path;    // path and query: "/metrics", "/probe?module=a"
+  std::string url;     // "http://10.0.0.1:9400/metrics"
+  bool https = false;  // __scheme__ https: scraped over TLS with the job's tls_config
   // The labels every series of the target gets: job, instance and the
   // group's and relabeling's labels; sorted, no "__" names, no empty values.
   model::Labels labels;
@@ -53,7 +54,7 @@ struct Target {
 // The labels of `address` in `group` before relabeling (Prometheus's
 // PopulateDiscoveredLabels): __address__, the group's labels (later entries
 // win), then job, __scrape_interval__, __scrape_timeout__, __metrics_path__,
-// __scheme__ and __param_<name> (the first value of each job param) where
+// __scheme__ (the job's scheme) and __param_<name> (the first value of each job param) where
 // still unset or empty. Sorted; empty values dropped.
 model::Labels DiscoveredLabels(const JobConfig& job, std::string_view address,
                                const TargetGroup& group);
@@ -62,10 +63,10 @@ model::Labels DiscoveredLabels(const JobConfig& job, std::string_view address,
 // PopulateLabels does: DiscoveredLabels, then the job's relabel_configs
 // (nullopt: a rule dropped the target, which is then not scraped), then
 // checks: __address__ set and a valid host:port (a bare host gets ":80"),
-// __scheme__ http (the scraper speaks nothing else), interval and timeout
+// __scheme__ http or https, interval and timeout
 // Prometheus durations with 0 < timeout <= interval; then "__meta_*" labels
 // are deleted and instance defaults to the address. The URL is
-// http://__address__ + __metrics_path__ + the job's params as its query, the
+// __scheme__://__address__ + __metrics_path__ + the job's params as its query, the
 // first value of each replaced by its __param_<name> label (which may add
 // names), sorted by name;
 // the target's labels are those not starting with "__". Errors:

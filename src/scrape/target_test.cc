@@ -172,7 +172,24 @@ TEST(PopulateLabelsTest, InvalidValuesAndDurationsAreErrors) {
   EXPECT_EQ(err({{"__scrape_timeout__", "0s"}}), "g: __scrape_timeout__ is 0");
   EXPECT_EQ(err({{"__scrape_interval__", "1s"}, {"__scrape_timeout__", "2s"}}),
             "g: scrape timeout cannot be greater than scrape interval (\"2s\" > \"1s\")");
-  EXPECT_EQ(err({{"__scheme__", "https"}}), "g: scheme 'https' not supported (only http)");
+  EXPECT_EQ(err({{"__scheme__", "ftp"}}), "g: scheme 'ftp' not supported (http or https)");
+}
+
+TEST(PopulateLabelsTest, HttpsJobsAndSchemeLabelsMakeHttpsTargets) {
+  JobConfig j = RelabelJob("[]");
+  j.scheme = "https";
+  Result<Target> t = Make(j, "10.0.0.1:9400", TargetGroup{});
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->url, "https://10.0.0.1:9400/metrics");
+  EXPECT_TRUE(t->https);
+  // Relabeling may pick the scheme per target, as in Prometheus.
+  t = Make(RelabelJob("[]"), "10.0.0.1:9400", TargetGroup{{}, {{"__scheme__", "https"}}, ""});
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->url, "https://10.0.0.1:9400/metrics");
+  EXPECT_TRUE(t->https);
+  t = Make(RelabelJob("[]"), "10.0.0.1:9400", TargetGroup{});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_FALSE(t->https);
 }
 
 TEST(PopulateLabelsTest, ParamsAndParamLabelsMakeTheQuery) {
