@@ -57,7 +57,7 @@ constexpr std::string_view kJobKeys[] = {"job_name",
                                          "body_size_limit"};
 constexpr std::string_view kStaticKeys[] = {"targets", "labels"};
 constexpr std::string_view kFileSdKeys[] = {"files", "refresh_interval"};
-constexpr std::string_view kPrometheusSdKeys[] = {"url", "job", "refresh_interval"};
+constexpr std::string_view kPrometheusSdKeys[] = {"url", "job", "refresh_interval", "tls_config"};
 
 std::string FormatMs(std::int64_t ms) {
   if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
@@ -367,6 +367,11 @@ class Parser {
       pc.job = *v;
     }
     GC_RETURN_IF_ERROR(ReadPositive(*f, "refresh_interval", field, &pc.refresh_interval_ms));
+    if (const YAML::Node* t = f->Find("tls_config")) {
+      auto tls = config::ReadTlsClientConfig(r_, *t, Child(field, "tls_config"), base_dir_);
+      if (!tls) return tls.error();
+      pc.tls = std::move(*tls);
+    }
     job->prometheus_sd_configs.push_back(std::move(pc));
     return Status::Ok();
   }

@@ -81,10 +81,12 @@ struct PrometheusSdConfig {
   std::string url;  // http://host:port[/prefix] of the Prometheus to ask
   std::string job;  // keep only active targets whose labels.job is this; "" keeps all
   std::int64_t refresh_interval_ms = 30'000;
-  std::string where;  // not compared
+  net::TlsClientOptions tls;  // for an https:// url (tls_config)
+  std::string where;          // not compared
 
   friend bool operator==(const PrometheusSdConfig& a, const PrometheusSdConfig& b) {
-    return a.url == b.url && a.job == b.job && a.refresh_interval_ms == b.refresh_interval_ms;
+    return a.url == b.url && a.job == b.job && a.refresh_interval_ms == b.refresh_interval_ms &&
+           a.tls == b.tls;
   }
 };
 

@@ -45,6 +45,9 @@ TEST(ScrapeConfigTest, HttpsJobsTakeTlsConfigRelativeToTheFile) {
       server_name: dcgm.internal
       insecure_skip_verify: false
     static_configs: [{targets: ['gpu-1:9400', 'gpu-2']}]
+    prometheus_sd_configs:
+      - url: https://prom.internal:9090
+        tls_config: {ca_file: ca.pem, server_name: prom}
 )",
                                              dir + "/scrape.yaml");
   ASSERT_TRUE(c.has_value()) << c.error().message();
@@ -57,6 +60,11 @@ TEST(ScrapeConfigTest, HttpsJobsTakeTlsConfigRelativeToTheFile) {
   EXPECT_FALSE(job.tls_config.insecure_skip_verify);
   // Prometheus adds :443 to a bare https target.
   EXPECT_EQ(job.static_configs[0].targets, (std::vector<std::string>{"gpu-1:9400", "gpu-2:443"}));
+  // Discovery from a Prometheus behind HTTPS has its own tls_config.
+  ASSERT_EQ(job.prometheus_sd_configs.size(), 1U);
+  EXPECT_EQ(job.prometheus_sd_configs[0].url, "https://prom.internal:9090");
+  EXPECT_EQ(job.prometheus_sd_configs[0].tls.ca_file, dir + "/ca.pem");
+  EXPECT_EQ(job.prometheus_sd_configs[0].tls.server_name, "prom");
 }
 
 TEST(ScrapeConfigTest, ReadsEveryFieldInPrometheusShapes) {

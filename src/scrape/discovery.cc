@@ -67,6 +67,7 @@ Result<std::vector<TargetGroup>> FetchPrometheusTargets(const PrometheusSdConfig
   net::FetchOptions options;
   options.timeout_ms = timeout_ms;
   options.headers.emplace_back("Accept", "application/json");
+  options.tls = config.tls;
   Result<net::HttpResponse> r = net::Fetch(config.url + "/api/v1/targets?state=active", options);
   if (!r) return Error(r.error());
   if (r->status != 200) {

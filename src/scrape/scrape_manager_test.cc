@@ -405,6 +405,40 @@ TEST_F(ManualScrapeTest, HttpsTargetWithTlsConfig) {
   EXPECT_EQ(m.Targets()[0].url, target.url());
 }
 
+// prometheus_sd_configs from a Prometheus served over HTTPS: read with the
+// entry's own tls_config; without the CA the discovery fails, saying why.
+TEST_F(ManualScrapeTest, PrometheusSdOverHttpsUsesItsTlsConfig) {
+  const net::test::TestPki pki;
+  const net::TlsServerOptions tls = pki.Server("server");
+  TestTarget exporter("m 1\n");
+  TestTarget prometheus(R"({"status":"success","data":{"activeTargets":[{"labels":{"instance":")" +
+                            exporter.address() + R"(","job":"dcgm"},"scrapeUrl":")" +
+                            exporter.url() + R"("}],"droppedTargets":[]}})",
+                        &tls);
+  const std::string prom = "https://" + prometheus.address();
+  auto config = [&](const std::string& tls_config) {
+    return ParseScrapeConfig(
+        "scrape_configs:\n  - job_name: job\n    scrape_interval: 1s\n"
+        "    prometheus_sd_configs:\n      - url: " +
+            prom + "\n        job: dcgm\n" + tls_config,
+        pki.dir.path() + "/scrape.yaml");
+  };
+  Result<ScrapeConfig> trusted = config("        tls_config: {ca_file: ca.crt}\n");
+  ASSERT_TRUE(trusted.has_value()) << trusted.error().message();
+  ScrapeManager m(store_, clock_, ManualOptions());
+  ASSERT_TRUE(m.ApplyConfig(*trusted).ok());
+  ASSERT_EQ(m.Targets().size(), 1U);
+  EXPECT_EQ(m.Targets()[0].url, exporter.url());
+
+  Result<ScrapeConfig> untrusted = config("");
+  ASSERT_TRUE(untrusted.has_value()) << untrusted.error().message();
+  ScrapeManager n(store_, clock_, ManualOptions());
+  const Status s = n.ApplyConfig(*untrusted);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("certificate verify failed"), std::string::npos) << s.message();
+  EXPECT_TRUE(n.Targets().empty());
+}
+
 // Without the CA the target is down, and says why.
 TEST_F(ManualScrapeTest, HttpsTargetWithAnUnknownCaIsDown) {
   const net::test::TestPki pki;
