@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "net/http_client.h"
+#include "net/tls_test_util.h"
 #include "prometheus_process.h"
 
 namespace {
@@ -229,6 +230,27 @@ TEST_F(ReleaseTest, AnnounceExitCodesAndMessages) {
   // Only r1 was stored.
   r = Run("release list --url " + url + token);
   EXPECT_EQ(r.out, "{\"id\":\"r1\",\"started_at\":1764680000}\n");
+}
+
+// A daemon serving HTTPS (tls_server_config): it says so, and the CLI
+// reaches it with --ca-file; without the CA it exits 1 saying why.
+TEST_F(ReleaseTest, AnnounceToAnHttpsDaemonWithItsCa) {
+  const gpucanary::net::test::TestPki pki;
+  std::ofstream(dir_ / "serve.yaml", std::ios::app)
+      << "tls_server_config:\n  cert_file: " << pki.Crt("server")
+      << "\n  key_file: " << pki.Key("server") << "\n";
+  const std::string url = StartServe("serve.log");
+  ASSERT_EQ(url.rfind("https://127.0.0.1:", 0), 0U) << url << ReadTextFile(dir_ / "serve.log");
+  const std::string token = " --token " + std::string(kToken);
+  RunResult r = Run("release announce --url " + url + token + " --ca-file " + pki.Crt("ca") +
+                    " --id tls-1 --started-at 1764680000");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Run("release announce --url " + url + token + " --id tls-2 --started-at 1764680000" +
+          " --retries 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("TLS handshake: certificate verify failed"), std::string::npos) << r.err;
+  r = Run("release list --url " + url + token + " --ca-file " + pki.Crt("ca"));
+  EXPECT_EQ(r.out, "{\"id\":\"tls-1\",\"started_at\":1764680000}\n") << r.err;
 }
 
 // The simulator writes the releases it rolls out as docs/contracts.md §5 JSONL; each

@@ -12,10 +12,14 @@ constexpr int kTimeoutMs = 10'000;
 }  // namespace
 
 void AddServerFlags(CLI::App* cmd, ServerFlags& server, bool required) {
-  CLI::Option* url = cmd->add_option("--url", server.url, "The daemon: http://host:port");
+  CLI::Option* url =
+      cmd->add_option("--url", server.url, "The daemon: http://host:port or https://host:port");
   if (required) url->required();
   cmd->add_option("--token", server.token,
                   "Bearer token (default: the environment variable GPUCANARY_TOKEN)");
+  cmd->add_option("--ca-file", server.ca_file,
+                  "PEM CA(s) an https:// daemon's certificate must chain to (default: the "
+                  "system's, /etc/ssl/certs)");
 }
 
 std::string Endpoint(const ServerFlags& server, std::string_view path) {
@@ -35,6 +39,7 @@ net::FetchOptions Request(const ServerFlags& server, const std::string& method) 
     if (env != nullptr) token = env;
   }
   if (!token.empty()) o.headers.emplace_back("Authorization", "Bearer " + token);
+  o.tls.ca_file = server.ca_file;
   return o;
 }
 

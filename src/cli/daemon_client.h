@@ -21,15 +21,17 @@ namespace gpucanary::cli {
 struct ServerFlags {
   std::string url;
   std::string token;
+  std::string ca_file;  // an https:// daemon's CA (default: the system's)
 };
 
-// --url (required when `required`) and --token.
+// --url (required when `required`), --token and --ca-file.
 void AddServerFlags(CLI::App* cmd, ServerFlags& server, bool required = true);
 
 // `path` appended to the daemon's base URL (trailing slashes dropped).
 std::string Endpoint(const ServerFlags& server, std::string_view path);
 
-// A request with a 10 s timeout and the bearer token, if any.
+// A request with a 10 s timeout, the bearer token, if any, and the CA to
+// check an https:// daemon against.
 net::FetchOptions Request(const ServerFlags& server, const std::string& method);
 
 // No answer, 408, 429 or 5xx: the daemon may be restarting.

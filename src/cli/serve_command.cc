@@ -53,7 +53,8 @@ Status Serve(const ServeFlags& flags, CommandContext& ctx) {
   RealClock clock;
   auto d = daemon::Daemon::Start(*config, clock, options);
   if (!d) return d.error();
-  const std::string url = "http://" + config->listen_host + ":" + std::to_string((*d)->port());
+  const std::string url = (config->tls_server ? "https://" : "http://") + config->listen_host +
+                          ":" + std::to_string((*d)->port());
   ctx.out << "gpucanary serve: listening on " << url << ", data in " << config->data_dir << "\n";
   ctx.out.flush();
   if (!flags.ready_file.empty()) GC_RETURN_IF_ERROR(WriteReadyFile(flags.ready_file, url));
