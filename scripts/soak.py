@@ -303,7 +303,8 @@ actions:
                 pid = d.pid
                 with open(f"/proc/{pid}/status") as f:
                     for line in f:
-                        if line.startswith(("VmRSS:", "Threads:")):
+                        if line.startswith(("VmRSS:", "RssAnon:", "RssFile:", "RssShmem:",
+                                            "Threads:")):
                             k, v = line.split(":", 1)
                             row[k] = int(v.split()[0])
                 row["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
@@ -456,11 +457,15 @@ actions:
             self.note(f"gpucanary serve ready after {first:.2f} s on {self.url}")
             self.t0 = time.time()
             for fn in (self.writer, self.prober, self.sampler, self.canaries):
+                if fn == self.canaries and self.args.no_canaries:
+                    continue
                 threading.Thread(target=fn, daemon=True).start()
             total = self.minutes * 60
             plan = [(600 * k * self.scale, self.kill_and_restart) for k in range(1, 6)]
             plan.append((900 * self.scale, lambda: self.fill_disk(max(10, 60 * self.scale))))
             plan.append((1500 * self.scale, lambda: self.flood(max(20, 120 * self.scale))))
+            if self.args.no_chaos:  # the steady load alone, e.g. to see memory level off
+                plan = []
             plan.sort(key=lambda p: p[0])
             for at, action in plan:
                 wait = self.t0 + at - time.time()
@@ -491,9 +496,10 @@ actions:
             rows = list(self.samples)
             health = list(self.health)
         with open(os.path.join(self.out, "resources.csv"), "w") as f:
-            f.write("seconds,pid,rss_kb,fds,threads,sim_rss_kb\n")
+            f.write("seconds,pid,rss_kb,anon_kb,file_kb,shmem_kb,fds,threads,sim_rss_kb\n")
             for r in rows:
                 f.write(f"{r['t'] - self.t0:.0f},{r.get('pid', '')},{r.get('VmRSS', '')},"
+                        f"{r.get('RssAnon', '')},{r.get('RssFile', '')},{r.get('RssShmem', '')},"
                         f"{r.get('fds', '')},{r.get('Threads', '')},{r.get('sim_rss_kb', '')}\n")
         # Per life of the daemon (between kills): memory and descriptors 2 min
         # after its start (warm) against its end.
@@ -509,6 +515,10 @@ actions:
                 "rss_mb_warm": round(warm[0]["VmRSS"] / 1024, 1),
                 "rss_mb_end": round(life[-1]["VmRSS"] / 1024, 1),
                 "rss_mb_max": round(max(r["VmRSS"] for r in life) / 1024, 1),
+                # RSS counts the mapped segments' pages (tmpfs: shmem); the
+                # heap is RssAnon.
+                "anon_mb_warm": round(warm[0].get("RssAnon", 0) / 1024, 1),
+                "anon_mb_end": round(life[-1].get("RssAnon", 0) / 1024, 1),
                 "fds_warm": warm[0]["fds"], "fds_end": life[-1]["fds"],
                 "fds_max": max(r["fds"] for r in life),
                 "threads_max": max(r.get("Threads", 0) for r in life)})
@@ -541,6 +551,9 @@ def main():
     p.add_argument("--minutes", type=float, default=60)
     p.add_argument("--nodes", type=int, default=125)
     p.add_argument("--tmpfs-mb", type=int, default=3072)
+    p.add_argument("--no-canaries", action="store_true", help="post no releases")
+    p.add_argument("--no-chaos", action="store_true",
+                   help="no kill -9, full disk or flood: the steady load and canaries only")
     p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "gpucanary-soak"))
     args = p.parse_args()
     args.gpucanary = os.path.abspath(args.gpucanary)

@@ -458,12 +458,24 @@ Status CanaryManager::Stop(std::string_view id, std::string_view reason) {
         c->view.report.verdict == Verdict::kPass ? CanaryState::kPassed : CanaryState::kAborted;
     c->view.ended_at = Seconds(clock_.NowMs());
   }
+  ReleaseJudging(*c);  // poll_mu_ is held: no Step uses them now
   if (hooks_.clear_fast) hooks_.clear_fast(c->view.id);
   Log("canary " + c->view.id + ": stopped (" + std::string(reason) + "), " +
       std::string(vocab::Name(c->view.state)));
   Status persisted = Persist(*c, false);
   NotifyEnd(*c);
   return persisted;
+}
+
+// An ended canary is never stepped again (Poll steps running ones): what
+// judged it goes (the replay's buffers, the judge's windows, the history),
+// and its view (state, hosts, last report) stays. Kept, they added up over
+// every canary the daemon ever ran.
+void CanaryManager::ReleaseJudging(Canary& c) {
+  c.sources.clear();
+  c.judge.reset();
+  c.history.reset();
+  c.replay.reset();  // after the sources, which point into it
 }
 
 void CanaryManager::NotifyEnd(const Canary& c) {
@@ -542,6 +554,7 @@ void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   }
   NotifyNodeFaults(c);
   if (!ended) return;
+  ReleaseJudging(c);
   if (hooks_.clear_fast) hooks_.clear_fast(c.view.id);
   Log("canary " + c.view.id + ": " + std::string(vocab::Name(state)));
   if (state == CanaryState::kFailed && hooks_.on_fail) {

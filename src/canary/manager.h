@@ -146,6 +146,7 @@ class CanaryManager {
   Status RestoreEnded(const store::CanaryRecord& record);
   void Step(Canary& c, std::int64_t now_ms);
   void NotifyNodeFaults(Canary& c);
+  void ReleaseJudging(Canary& c);
   void NotifyEnd(const Canary& c);
   Result<std::unique_ptr<Canary>> Build(const std::string& id, const std::string& release_id,
                                         double started_at, std::vector<std::string> canary_hosts,
