@@ -96,16 +96,32 @@ class StoreTest : public ::testing::Test {
       ASSERT_TRUE(r->first_error.ok()) << r->first_error.ToString();
     }
   }
-  // Checks that every series holds exactly seconds [from_s, to_s).
-  static void ExpectFilled(const Store& store, int series, int from_s, int to_s) {
-    auto got = store.Select(
+  // Every sample Fill wrote, by series.
+  static Result<std::vector<SeriesSamples>> SelectFilled(const Store& store) {
+    return store.Select(
         {*model::Matcher::Make(model::Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_SM_CLOCK")},
         0, 1LL << 50);
+  }
+  // Fill's series number k of a series it wrote ("node-<k/8>", gpu k%8).
+  static int SeriesNumber(const model::Labels& labels) {
+    return std::stoi(std::string(model::LabelValue(labels, "Hostname")).substr(5)) * 8 +
+           std::stoi(std::string(model::LabelValue(labels, "gpu")));
+  }
+  // Flips the bits of `mask` in the byte at `offset` of `file`.
+  static void FlipByte(const fs::path& file, std::uint64_t offset, char mask) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(static_cast<char>(c ^ mask));
+  }
+  // Checks that every series holds exactly seconds [from_s, to_s).
+  static void ExpectFilled(const Store& store, int series, int from_s, int to_s) {
+    auto got = SelectFilled(store);
     ASSERT_TRUE(got.has_value()) << got.error().ToString();
     ASSERT_EQ(got->size(), static_cast<std::size_t>(series));
     for (const SeriesSamples& s : *got) {
-      const int k = std::stoi(std::string(model::LabelValue(s.labels, "Hostname")).substr(5)) * 8 +
-                    std::stoi(std::string(model::LabelValue(s.labels, "gpu")));
+      const int k = SeriesNumber(s.labels);
       ASSERT_EQ(s.samples.size(), static_cast<std::size_t>(to_s - from_s))
           << model::LabelsToString(s.labels);
       for (int i = from_s; i < to_s; ++i) {
@@ -645,19 +661,11 @@ TEST_F(StoreTest, AFlippedByteInAChunkSegmentLosesOneChunkNotTheRest) {
   ASSERT_TRUE(fs::exists(segment));
   const auto size = fs::file_size(segment);
   ASSERT_GT(size, 4096U);
-  {
-    std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(size / 3));
-    const char c = static_cast<char>(f.get());
-    f.seekp(static_cast<std::streamoff>(size / 3));
-    f.put(static_cast<char>(c ^ 0x10));
-  }
+  FlipByte(segment, size / 3, 0x10);
   log_.clear();
   auto store = OpenStore(o);
   ASSERT_NE(store, nullptr);
-  auto got = store->Select(
-      {*model::Matcher::Make(model::Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_SM_CLOCK")}, 0,
-      1LL << 50);
+  auto got = SelectFilled(*store);
   ASSERT_TRUE(got.has_value());
   std::size_t kept = 0;
   for (const SeriesSamples& series : *got) kept += series.samples.size();
@@ -695,27 +703,16 @@ TEST_F(StoreTest, ADamagedChunkInASealedSegmentIsLeftOutNotDecoded) {
   ASSERT_FALSE((*index)->chunks.empty());
   ASSERT_FALSE((*index)->chunks[0].empty());
   const ChunkLoc hit = (*index)->chunks[0][0];  // the first chunk of one series
-  {
-    std::fstream f(dir_ / "chunks" / "00000001", std::ios::in | std::ios::out | std::ios::binary);
-    const auto at = static_cast<std::streamoff>(hit.offset + hit.length / 2);
-    f.seekg(at);
-    const char c = static_cast<char>(f.get());
-    f.seekp(at);
-    f.put(static_cast<char>(c ^ 0x08));
-  }
+  FlipByte(dir_ / "chunks" / "00000001", hit.offset + hit.length / 2, 0x08);
   log_.clear();
   auto store = OpenStore(o);
   ASSERT_NE(store, nullptr);
-  auto got = store->Select(
-      {*model::Matcher::Make(model::Matcher::Type::kEqual, "__name__", "DCGM_FI_DEV_SM_CLOCK")}, 0,
-      1LL << 50);
+  auto got = SelectFilled(*store);
   ASSERT_TRUE(got.has_value()) << got.error().ToString();
   std::size_t kept = 0;
   std::size_t wrong = 0;
   for (const SeriesSamples& series : *got) {
-    const int gpu = std::stoi(std::string(model::LabelValue(series.labels, "gpu")));
-    const std::string_view host = model::LabelValue(series.labels, "Hostname");
-    const int k = std::stoi(std::string(host.substr(host.find('-') + 1))) * 8 + gpu;
+    const int k = SeriesNumber(series.labels);
     for (const Sample& s : series.samples) {
       ++kept;
       if (s.v != Value(k, static_cast<int>(s.t / 1000))) ++wrong;
