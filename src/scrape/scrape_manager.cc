@@ -206,7 +206,7 @@ class ScrapeManager::Impl {
   void RemoveJobsNotIn(const ScrapeConfig& config);
   // `tls`: the job's TLS context for an https target (or why there is
   // none); null for http.
-  void Add(Target target, const JobConfig& job, std::string key,
+  void Add(Target target, const JobConfig& job, std::string key, std::int64_t after_ms,
            const Result<std::shared_ptr<const net::ClientTls>>* tls);
   void Remove(const RunPtr& run);
   void EndRun(TargetRun& run);
@@ -431,12 +431,26 @@ void ScrapeManager::Impl::SyncJob(const JobConfig& job, std::vector<Target> targ
   // Loaded once per update, for the job's new https targets (those already
   // running keep the context they were made with).
   std::optional<Result<std::shared_ptr<const net::ClientTls>>> tls;
+  // A target whose job settings changed gets a new run; it goes on after the
+  // last slot the old run scraped, not again at that slot (whose samples, and
+  // the old run's stale markers just after it, are already written).
+  std::unordered_map<std::string, std::int64_t> last_slot;
+  for (const auto& [key, run] : by_key_) {
+    if (run->job.job_name != job.job_name || run->last_slot_ms == kNever) continue;
+    std::int64_t& last = last_slot[run->target.Key()];
+    last = std::max(last, run->last_slot_ms);
+  }
+  const std::int64_t now = clock_.NowMs();
   for (Target& t : targets) {
     std::string key = t.Key() + "\n" + fingerprint;
     if (!keep.insert(key).second || by_key_.count(key) != 0) continue;
+    std::int64_t after = now;
+    if (auto it = last_slot.find(t.Key()); it != last_slot.end()) {
+      after = std::max(after, it->second + 1);
+    }
     const bool https = t.https;
     if (https && !tls) tls = net::NewClientTls(job.tls_config);
-    Add(std::move(t), job, std::move(key), https ? &*tls : nullptr);
+    Add(std::move(t), job, std::move(key), after, https ? &*tls : nullptr);
   }
   std::vector<RunPtr> gone;
   for (const auto& [key, run] : by_key_) {
@@ -458,6 +472,7 @@ void ScrapeManager::Impl::RemoveJobsNotIn(const ScrapeConfig& config) {
 }
 
 void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string key,
+                              std::int64_t after_ms,
                               const Result<std::shared_ptr<const net::ClientTls>>* tls) {
   auto run = std::make_shared<TargetRun>();
   run->id = ++next_id_;
@@ -486,7 +501,7 @@ void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string k
   SetInterval(*run);
   by_key_[run->key] = run;
   by_id_[run->id] = run;
-  Schedule(*run, SlotAtOrAfter(run->phase_ms, run->interval_ms, clock_.NowMs()));
+  Schedule(*run, SlotAtOrAfter(run->phase_ms, run->interval_ms, after_ms));
 }
 
 void ScrapeManager::Impl::Remove(const RunPtr& run) {

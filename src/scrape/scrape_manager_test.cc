@@ -460,8 +460,12 @@ TEST_F(ManualScrapeTest, HttpsTargetWithAnUnknownCaIsDown) {
                 ": TLS handshake: certificate verify failed (unable to get local issuer "
                 "certificate)");
   // A CA file gone since the config was read fails each scrape, naming it.
+  // The new settings make a new run of the target; it goes on at the next
+  // slot, not again at the one just scraped.
   config.jobs[0].tls_config.ca_file = pki.dir.path() + "/gone.crt";
   ASSERT_TRUE(m.ApplyConfig(config).ok());
+  ASSERT_EQ(m.Targets().size(), 1U);
+  EXPECT_EQ(m.Targets()[0].next_scrape_ms, t0 + 1000);
   ASSERT_TRUE(ScrapeAt(m, t0 + 1000, up));
   ASSERT_TRUE(StatusAt(m, t0 + 1000));
   EXPECT_EQ(m.Targets()[0].last_error, "GET " + target.url() + ": tls_config.ca_file " +
