@@ -254,7 +254,7 @@ actions:
 
     def start_daemon(self):
         self.daemon = subprocess.Popen(
-            [self.args.gpucanary, "serve", "--config", self.config],
+            self.args.wrap.split() + [self.args.gpucanary, "serve", "--config", self.config],
             stdout=self.daemon_log, stderr=self.daemon_log)
         t0 = time.time()
         while time.time() - t0 < 300:
@@ -311,6 +311,15 @@ actions:
                 row["pid"] = pid
             except (OSError, AttributeError):
                 pass
+            # The daemon's own view of its heap: held by the program, and
+            # freed but kept by the allocator (glibc mallinfo2).
+            status, text = http("GET", self.url + "/metrics", headers=auth(), timeout=2)
+            if status == 200:
+                for line in text.decode(errors="replace").splitlines():
+                    for name in ("gpucanary_heap_inuse_bytes", "gpucanary_heap_free_bytes",
+                                 "gpucanary_store_head_series", "process_cpu_seconds_total"):
+                        if line.startswith(name + " "):
+                            row[name] = float(line.split()[1])
             try:
                 with open(f"/proc/{self.sim.pid}/status") as f:
                     for line in f:
@@ -323,7 +332,7 @@ actions:
             self.stop.wait(10)
 
     def canaries(self):
-        every = 300 * self.scale
+        every = self.args.canary_every or 300 * self.scale
         n = 0
         while not self.stop.wait(every if n else max(60, 150 * self.scale)):
             n += 1
@@ -496,11 +505,20 @@ actions:
             rows = list(self.samples)
             health = list(self.health)
         with open(os.path.join(self.out, "resources.csv"), "w") as f:
-            f.write("seconds,pid,rss_kb,anon_kb,file_kb,shmem_kb,fds,threads,sim_rss_kb\n")
+            f.write("seconds,pid,rss_kb,anon_kb,file_kb,shmem_kb,fds,threads,sim_rss_kb,"
+                    "heap_inuse_kb,heap_free_kb,head_series,cpu_s\n")
+
+            def kb(r, k):
+                return f"{r[k] / 1024:.0f}" if k in r else ""
+
             for r in rows:
                 f.write(f"{r['t'] - self.t0:.0f},{r.get('pid', '')},{r.get('VmRSS', '')},"
                         f"{r.get('RssAnon', '')},{r.get('RssFile', '')},{r.get('RssShmem', '')},"
-                        f"{r.get('fds', '')},{r.get('Threads', '')},{r.get('sim_rss_kb', '')}\n")
+                        f"{r.get('fds', '')},{r.get('Threads', '')},{r.get('sim_rss_kb', '')},"
+                        f"{kb(r, 'gpucanary_heap_inuse_bytes')},"
+                        f"{kb(r, 'gpucanary_heap_free_bytes')},"
+                        f"{r.get('gpucanary_store_head_series', '')},"
+                        f"{r.get('process_cpu_seconds_total', '')}\n")
         # Per life of the daemon (between kills): memory and descriptors 2 min
         # after its start (warm) against its end.
         lives = []
@@ -554,6 +572,10 @@ def main():
     p.add_argument("--no-canaries", action="store_true", help="post no releases")
     p.add_argument("--no-chaos", action="store_true",
                    help="no kill -9, full disk or flood: the steady load and canaries only")
+    p.add_argument("--canary-every", type=float, default=0,
+                   help="seconds between releases (default: 5 minutes scaled to --minutes)")
+    p.add_argument("--wrap", default="",
+                   help="a command the daemon runs under, e.g. 'heaptrack -o /tmp/soak/heap'")
     p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "gpucanary-soak"))
     args = p.parse_args()
     args.gpucanary = os.path.abspath(args.gpucanary)

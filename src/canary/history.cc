@@ -39,12 +39,11 @@ std::set<std::string> StoreHosts(const store::Store& store,
                                  const std::string& label, std::int64_t from_ms,
                                  std::int64_t to_ms) {
   std::set<std::string> hosts;
-  auto series = store.SeriesIn(matchers, from_ms, to_ms);
-  if (!series) return hosts;  // unreadable: as if absent, Prometheus is asked
-  for (const model::Labels& labels : *series) {
-    const std::string_view v = model::LabelValue(labels, label);
+  const Status read = store.ForEachSeries(matchers, from_ms, to_ms, [&](const model::Labels& l) {
+    const std::string_view v = model::LabelValue(l, label);
     if (!v.empty()) hosts.emplace(v);
-  }
+  });
+  if (!read.ok()) hosts.clear();  // unreadable: as if absent, Prometheus is asked
   return hosts;
 }
 

@@ -115,21 +115,22 @@ std::vector<std::string> CanaryManager::HostsOf(std::vector<model::Matcher> matc
     if (!trusted) return {};  // no target known: no host can be chosen
     matchers.push_back(std::move(*trusted));
   }
-  auto series = store_.SeriesIn(matchers, now_ms - options_.discovery_window_s * 1000, now_ms);
-  if (!series) return {};
-  for (const model::Labels& labels : *series) {
-    for (std::string_view label : kHostLabels) {
-      const std::string_view v = model::LabelValue(labels, label);
-      if (!v.empty()) hosts.emplace(v);
-    }
-  }
+  const Status read = store_.ForEachSeries(matchers, now_ms - options_.discovery_window_s * 1000,
+                                           now_ms, [&](const model::Labels& labels) {
+                                             for (std::string_view label : kHostLabels) {
+                                               const std::string_view v =
+                                                   model::LabelValue(labels, label);
+                                               if (!v.empty()) hosts.emplace(v);
+                                             }
+                                           });
+  if (!read.ok()) return {};
   return {hosts.begin(), hosts.end()};
 }
 
 std::vector<std::string> CanaryManager::PickBaseline(const std::vector<std::string>& canary,
                                                      std::int64_t now_ms) const {
   // Every present host with the GPU models it carries.
-  std::map<std::string, std::set<std::string>> models;
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> models;
   std::vector<model::Matcher> matchers = {
       *model::Matcher::Make(model::Matcher::Type::kRegex, "modelName", ".+")};
   if (hooks_.trusted_instances) {
@@ -137,14 +138,19 @@ std::vector<std::string> CanaryManager::PickBaseline(const std::vector<std::stri
     if (!trusted) return {};
     matchers.push_back(std::move(*trusted));
   }
-  auto series = store_.SeriesIn(matchers, now_ms - options_.discovery_window_s * 1000, now_ms);
-  if (!series) return {};
-  for (const model::Labels& labels : *series) {
-    for (std::string_view label : kHostLabels) {
-      const std::string_view host = model::LabelValue(labels, label);
-      if (!host.empty()) models[std::string(host)].emplace(model::LabelValue(labels, "modelName"));
-    }
-  }
+  const Status read = store_.ForEachSeries(
+      matchers, now_ms - options_.discovery_window_s * 1000, now_ms,
+      [&](const model::Labels& labels) {
+        for (std::string_view label : kHostLabels) {
+          const std::string_view host = model::LabelValue(labels, label);
+          if (host.empty()) continue;
+          auto it = models.find(host);
+          if (it == models.end()) it = models.try_emplace(std::string(host)).first;
+          const std::string_view model_name = model::LabelValue(labels, "modelName");
+          if (it->second.find(model_name) == it->second.end()) it->second.emplace(model_name);
+        }
+      });
+  if (!read.ok()) return {};
   std::set<std::string> wanted;
   for (const std::string& h : canary) {
     if (auto it = models.find(h); it != models.end())

@@ -15,6 +15,7 @@
 #include "daemon/auth.h"
 #include "daemon/canary_service.h"
 #include "daemon/correlate_api.h"
+#include "daemon/process_metrics.h"
 #include "daemon/query_api.h"
 #include "daemon/release_api.h"
 #include "daemon/remote_write_guard.h"
@@ -364,6 +365,7 @@ void Daemon::Impl::RetentionLoop() {
       if (Status s = store_->ApplyRetention(clock_.NowMs()); !s.ok()) {
         Log("serve: retention: " + s.message());
       }
+      ReturnFreedHeap();
       next_pass = std::chrono::steady_clock::now() + interval;
     }
     BackupMetadata();
@@ -511,6 +513,7 @@ std::string Daemon::Impl::Metrics() const {
   }
   releases_->AppendMetrics(out);
   canaries_->AppendMetrics(out, config_.releases.info_window_ms);
+  AppendProcessMetrics(out, ReadProcessStats());
   return out;
 }
 

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -106,6 +108,16 @@ Result<QueryResult> Store::Impl::Query(const std::vector<model::Matcher>& matche
   return result;
 }
 
+// A sealed segment's index, loaded on demand, now the most recently used.
+Result<std::shared_ptr<const SegmentIndex>> Store::Impl::IndexOf(const SealedSegment& seg) const {
+  auto index = seg.Index();
+  if (!index) return index;
+  MutexLock cache(cache_mu_);
+  std::erase(index_lru_, &seg);
+  index_lru_.push_back(&seg);
+  return index;
+}
+
 // The sealed segments' chunks in [result.mint, result.maxt], through each
 // segment's index (loaded on demand, most recently used last in index_lru_).
 Status Store::Impl::QuerySealed(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
@@ -114,13 +126,8 @@ Status Store::Impl::QuerySealed(const std::vector<model::Matcher>& matchers, Que
   const std::int64_t maxt = result.maxt;
   for (const auto& seg : sealed_) {
     if (seg->maxt() < mint || seg->mint() > maxt) continue;
-    auto index = seg->Index();
+    auto index = IndexOf(*seg);
     if (!index) return index.error();
-    {
-      MutexLock cache(cache_mu_);
-      std::erase(index_lru_, seg.get());
-      index_lru_.push_back(seg.get());
-    }
     result.keep_alive.push_back(seg->mapping());
     const SegmentIndex& idx = **index;
     const auto ids = idx.postings.Match(
@@ -140,6 +147,70 @@ Status Store::Impl::QuerySealed(const std::vector<model::Matcher>& matchers, Que
         entry->chunks.push_back({*bytes, c.mint, c.maxt});
       }
     }
+  }
+  return Status::Ok();
+}
+
+// Label sets already visited, compared as interned strings (each source has
+// its own symbol table); what it points to stays valid while the visit holds
+// the reader lock and the segments' indexes.
+class SeenSeries {
+ public:
+  // True the first time a label set is offered.
+  bool Insert(const Symbols& symbols, const SymLabels& sym) {
+    std::uint64_t h = 0;
+    for (std::uint32_t id : sym) {
+      const std::string_view text = symbols.Get(id);
+      h = XXH3_64bits_withSeed(text.data(), text.size(), h);
+    }
+    auto [first, last] = seen_.equal_range(h);
+    for (auto it = first; it != last; ++it) {
+      if (Same(*it->second.first, *it->second.second, symbols, sym)) return false;
+    }
+    seen_.emplace(h, std::pair{&symbols, &sym});
+    return true;
+  }
+
+ private:
+  static bool Same(const Symbols& a_symbols, const SymLabels& a, const Symbols& b_symbols,
+                   const SymLabels& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a_symbols.Get(a[i]) != b_symbols.Get(b[i])) return false;
+    }
+    return true;
+  }
+  std::unordered_multimap<std::uint64_t, std::pair<const Symbols*, const SymLabels*>> seen_;
+};
+
+Status Store::Impl::VisitSeries(const std::vector<model::Matcher>& matchers, std::int64_t mint,
+                                std::int64_t maxt, const LabelVisitor& fn) const {
+  ReaderMutexLock lock(mu_);
+  SeenSeries seen;
+  std::vector<std::shared_ptr<const SegmentIndex>> held;
+  for (const auto& seg : sealed_) {
+    if (seg->maxt() < mint || seg->mint() > maxt) continue;
+    auto index = IndexOf(*seg);
+    if (!index) return index.error();
+    held.push_back(*index);
+    const SegmentIndex& idx = **index;
+    const auto ids = idx.postings.Match(
+        idx.symbols, matchers, [&](std::uint64_t id) -> const SymLabels& { return idx.labels[id]; },
+        idx.all_ids);
+    for (std::uint64_t id : ids) {
+      const bool has_data =
+          std::any_of(idx.chunks[id].begin(), idx.chunks[id].end(),
+                      [&](const ChunkLoc& c) { return Overlaps(c, mint, maxt) && seg->Intact(c); });
+      if (has_data && seen.Insert(idx.symbols, idx.labels[id])) fn(idx.symbols, idx.labels[id]);
+    }
+  }
+  TrimIndexCache();
+  for (std::uint64_t ref : head_.Match(matchers)) {
+    const HeadSeries& s = head_.at(ref);
+    const bool has_data = std::any_of(s.active_chunks.begin(), s.active_chunks.end(),
+                                      [&](const ChunkLoc& c) { return Overlaps(c, mint, maxt); }) ||
+                          (!s.open.empty() && s.open.maxt() >= mint && s.open.mint() <= maxt);
+    if (has_data && seen.Insert(head_.symbols(), s.labels)) fn(head_.symbols(), s.labels);
   }
   return Status::Ok();
 }
@@ -204,38 +275,53 @@ Result<std::vector<SeriesSamples>> Store::Select(const std::vector<model::Matche
 
 Result<std::vector<model::Labels>> Store::SeriesIn(const std::vector<model::Matcher>& matchers,
                                                    std::int64_t mint, std::int64_t maxt) const {
-  auto q = impl_->Query(matchers, mint, maxt);
-  if (!q) return Error(q.error());
   std::vector<model::Labels> out;
-  out.reserve(q->series.size());
-  for (SeriesData& s : q->series) out.push_back(std::move(s.labels));
+  Status s = impl_->VisitSeries(matchers, mint, maxt, [&](const Symbols& sy, const SymLabels& l) {
+    out.push_back(ExpandLabels(sy, l));
+  });
+  if (!s.ok()) return Error(s);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
+Status Store::ForEachSeries(const std::vector<model::Matcher>& matchers, std::int64_t mint,
+                            std::int64_t maxt,
+                            const std::function<void(const model::Labels&)>& fn) const {
+  model::Labels labels;  // reused: its strings keep their capacity
+  return impl_->VisitSeries(matchers, mint, maxt, [&](const Symbols& sy, const SymLabels& l) {
+    labels.resize(l.size() / 2);
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      labels[i].name.assign(sy.Get(l[2 * i]));
+      labels[i].value.assign(sy.Get(l[2 * i + 1]));
+    }
+    fn(labels);
+  });
+}
+
 Result<std::vector<std::string>> Store::LabelNames(std::int64_t mint, std::int64_t maxt) const {
-  auto series = SeriesIn({}, mint, maxt);
-  if (!series) return Error(series.error());
-  std::vector<std::string> out;
-  for (const model::Labels& labels : *series) {
-    for (const model::Label& l : labels) out.push_back(l.name);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  std::set<std::string, std::less<>> names;
+  Status s = impl_->VisitSeries({}, mint, maxt, [&](const Symbols& sy, const SymLabels& l) {
+    for (std::size_t i = 0; i < l.size(); i += 2) {
+      const std::string_view name = sy.Get(l[i]);
+      if (names.find(name) == names.end()) names.emplace(name);
+    }
+  });
+  if (!s.ok()) return Error(s);
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 Result<std::vector<std::string>> Store::LabelValues(std::string_view name, std::int64_t mint,
                                                     std::int64_t maxt) const {
-  auto series = SeriesIn({}, mint, maxt);
-  if (!series) return Error(series.error());
-  std::vector<std::string> out;
-  for (const model::Labels& labels : *series) {
-    const std::string_view v = model::LabelValue(labels, name);
-    if (!v.empty()) out.emplace_back(v);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  std::set<std::string, std::less<>> values;
+  Status s = impl_->VisitSeries({}, mint, maxt, [&](const Symbols& sy, const SymLabels& l) {
+    for (std::size_t i = 0; i < l.size(); i += 2) {
+      if (sy.Get(l[i]) != name) continue;
+      const std::string_view v = sy.Get(l[i + 1]);
+      if (!v.empty() && values.find(v) == values.end()) values.emplace(v);
+    }
+  });
+  if (!s.ok()) return Error(s);
+  return std::vector<std::string>(values.begin(), values.end());
 }
 
 // --- QueryResult.

@@ -120,6 +120,15 @@ class Store : public Appendable {
   Result<std::vector<model::Labels>> SeriesIn(const std::vector<model::Matcher>& matchers,
                                               std::int64_t mint, std::int64_t maxt) const;
 
+  // Calls `fn` once for each distinct matching series with data in [mint,
+  // maxt], in no particular order, without reading or copying any chunk: for
+  // questions about label sets only (which hosts, which models). The labels
+  // are valid during the call only, and `fn` must not call the store (a
+  // reader lock is held).
+  Status ForEachSeries(const std::vector<model::Matcher>& matchers, std::int64_t mint,
+                       std::int64_t maxt,
+                       const std::function<void(const model::Labels&)>& fn) const;
+
   // Label names / the values of one label over series with data in the range.
   Result<std::vector<std::string>> LabelNames(std::int64_t mint, std::int64_t maxt) const;
   Result<std::vector<std::string>> LabelValues(std::string_view name, std::int64_t mint,

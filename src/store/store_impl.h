@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,10 +70,16 @@ class Store::Impl {
   Result<CommitResult> Commit(const std::vector<PendingSample>& batch);  // head_append.cc
   Result<QueryResult> Query(const std::vector<model::Matcher>& matchers, std::int64_t mint,
                             std::int64_t maxt) const;  // query.cc
-  Status ApplyRetention(std::int64_t now_ms);          // retention.cc
-  Status Checkpoint();                                 // checkpoint.cc
-  Status Sync();                                       // store.cc
-  StoreStats Stats() const;                            // store.cc
+  // Each distinct matching series with data in [mint, maxt], once, as its
+  // interned label set (no chunk is read or copied); under the reader lock,
+  // so `fn` must not call the store (query.cc).
+  using LabelVisitor = std::function<void(const Symbols&, const SymLabels&)>;
+  Status VisitSeries(const std::vector<model::Matcher>& matchers, std::int64_t mint,
+                     std::int64_t maxt, const LabelVisitor& fn) const;
+  Status ApplyRetention(std::int64_t now_ms);  // retention.cc
+  Status Checkpoint();                         // checkpoint.cc
+  Status Sync();                               // store.cc
+  StoreStats Stats() const;                    // store.cc
   // A commit that returned an error: counted, and logged at most once a
   // minute with how many more there were (head_append.cc).
   void NoteWriteFailure(const Status& error) EXCLUDES(mu_);
@@ -109,6 +116,8 @@ class Store::Impl {
   Status QueryHead(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
                    QueryResult& result) const REQUIRES_SHARED(mu_);
   void TrimIndexCache() const EXCLUDES(cache_mu_);
+  Result<std::shared_ptr<const SegmentIndex>> IndexOf(const SealedSegment& seg) const
+      EXCLUDES(cache_mu_);
 
   // store.cc
   void SyncLoop();

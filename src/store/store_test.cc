@@ -738,6 +738,46 @@ TEST_F(StoreTest, LabelNamesAndValues) {
   EXPECT_TRUE(store->LabelValues("Hostname", 5000, 1e9)->empty());
 }
 
+// ForEachSeries: each series once, though its data lies in sealed segments
+// and the head; only series with data in the range; matchers honoured; the
+// same series as SeriesIn (which it serves), without decoding a chunk.
+TEST_F(StoreTest, ForEachSeriesVisitsEachSeriesOnceAcrossSegmentsAndTheHead) {
+  StoreOptions o = Options();
+  o.segment_bytes = 8 << 10;  // several sealed segments
+  o.max_chunk_samples = 16;
+  auto store = OpenStore(o);
+  Fill(*store, 16, 0, 300);
+  {  // a series of its own, only from 400 s
+    auto app = store->NewAppender();
+    auto ref = app->Series(Gpu("node-9", 0));
+    ASSERT_TRUE(ref.has_value());
+    ASSERT_TRUE(app->Append(*ref, 400'000, 1).ok());
+    ASSERT_TRUE(app->Commit().has_value());
+  }
+  ASSERT_GT(store->stats().segment_bytes, 2U * o.segment_bytes);
+  auto visit = [&](std::vector<model::Matcher> m, std::int64_t mint, std::int64_t maxt) {
+    std::vector<model::Labels> seen;
+    EXPECT_TRUE(
+        store->ForEachSeries(m, mint, maxt, [&](const model::Labels& l) { seen.push_back(l); })
+            .ok());
+    std::sort(seen.begin(), seen.end());
+    return seen;
+  };
+  const std::vector<model::Labels> all = visit({}, 0, 1'000'000);
+  ASSERT_EQ(all.size(), 17U);
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+  EXPECT_EQ(all, *store->SeriesIn({}, 0, 1'000'000));
+  // Early in the range only Fill's series; late only the lone one.
+  EXPECT_EQ(visit({}, 0, 10'000).size(), 16U);
+  EXPECT_EQ(visit({}, 350'000, 1'000'000), (std::vector<model::Labels>{Gpu("node-9", 0)}));
+  const auto node1 = *model::Matcher::Make(model::Matcher::Type::kEqual, "Hostname", "node-1");
+  const std::vector<model::Labels> one = visit({node1}, 0, 1'000'000);
+  ASSERT_EQ(one.size(), 8U);
+  for (const model::Labels& l : one) EXPECT_EQ(model::LabelValue(l, "Hostname"), "node-1");
+  EXPECT_EQ(*store->LabelValues("Hostname", 0, 1'000'000),
+            (std::vector<std::string>{"node-0", "node-1", "node-9"}));
+}
+
 // Issue 22: a full disk lost telemetry in silence. Every commit that cannot
 // write is counted (with its time and error) and logged, at most once a
 // minute with how many more there were. The failing writes are real ones:
