@@ -51,7 +51,7 @@ int RunEffects(const std::vector<gpucanary::eval::suite::SuiteCase>& cases,
   std::printf(
       "| slower per token | runs | fail | pass | inconclusive | decision after onset: median | "
       "p90 | max |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-  for (const double slowdown : {1.0, 1.02, 1.05, 1.10, 1.20, 1.50}) {
+  for (const double slowdown : {1.0, 1.02, 1.03, 1.04, 1.05, 1.10, 1.20, 1.50}) {
     std::int64_t fails = 0, passes = 0;
     std::vector<double> delays;
     for (std::int64_t i = 0; i < runs; ++i) {
@@ -67,9 +67,16 @@ int RunEffects(const std::vector<gpucanary::eval::suite::SuiteCase>& cases,
       passes += o->verdict == Verdict::kPass;
       if (o->delay_s && o->verdict != Verdict::kInconclusive) delays.push_back(*o->delay_s);
     }
-    std::printf("| %.0f%% | %ld | %ld | %ld | %ld | %.0f s | %.0f s | %.0f s |\n",
-                (slowdown - 1) * 100, runs, fails, passes, runs - fails - passes,
-                Percentile(delays, 0.5), Percentile(delays, 0.9), Percentile(delays, 1.0));
+    std::printf("| %.0f%% | %ld | %ld | %ld | %ld |", (slowdown - 1) * 100, runs, fails, passes,
+                runs - fails - passes);
+    for (const double q : {0.5, 0.9, 1.0}) {
+      if (delays.empty()) {
+        std::printf(" – |");  // nothing decided
+      } else {
+        std::printf(" %.0f s |", Percentile(delays, q));
+      }
+    }
+    std::printf("\n");
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -557,6 +558,59 @@ TEST(JudgeUnitTest, ClockDownWithLessPowerIsNotThePowerCap) {
   const Cause* slow = Find(r, "hw_slowdown", "release");
   ASSERT_NE(slow, nullptr);
   EXPECT_NE(slow->summary.find("does not report"), std::string::npos) << slow->summary;
+}
+
+// A canary whose per-token latency is `slower` times the baseline's, with
+// 25% noise per node-second (a bursty server), judged for `seconds`.
+Report NoisyLatency(double slower, std::uint64_t seed, std::int64_t seconds,
+                    const Policy& policy = DefaultPolicy()) {
+  Fleet fleet;
+  fleet.rng.seed(seed);
+  auto noise = std::make_shared<std::mt19937_64>(seed + 1);
+  fleet.tpot_factor = [noise, slower](int node, std::int64_t) {
+    std::normal_distribution<double> n(0, 0.25);
+    return std::max(0.2, (node < 2 ? slower : 1.0) * (1 + n(*noise)));
+  };
+  return JudgeFleet(fleet, std::nullopt, seconds, nullptr, policy);
+}
+
+// Issue 18: a pass is decided on its own interval, at pass_alpha (a pass
+// needs every required metric shown not worse: no split over metrics), a
+// failure on the comparison's share of alpha. A healthy canary within the
+// margin passes sooner than when a pass needed the failure interval; its
+// report shows the interval the pass was decided on, inside the margin.
+TEST(JudgeUnitTest, APassIsDecidedOnThePassInterval) {
+  Policy strict = DefaultPolicy();
+  strict.pass_alpha = 1e-4;  // about each comparison's share of alpha: as before
+  const Report r = NoisyLatency(1.01, 7, 600);
+  const Report s = NoisyLatency(1.01, 7, 600, strict);
+  ASSERT_EQ(r.verdict, Verdict::kPass);
+  ASSERT_TRUE(r.decided_at.has_value());
+  const double strict_at = s.decided_at.value_or(kT0 + 600);
+  EXPECT_LT(*r.decided_at + 20, strict_at)
+      << "pass_alpha 0.05 at " << *r.decided_at - kT0 << " s, 1e-4 at " << strict_at - kT0 << " s";
+  const MetricResult& m = r.metrics[0];
+  ASSERT_EQ(m.name, "per_token_latency");
+  EXPECT_EQ(m.result, "pass");
+  EXPECT_LT(m.interval_hi, m.margin);
+  EXPECT_LE(m.interval_lo, m.change);
+  EXPECT_GE(m.interval_hi, m.change);
+}
+
+// The bound the pass interval keeps: a release 5% slower per token (the
+// margin is 3%) at the same noise is not passed in 40 seeds (at most
+// pass_alpha / 2 of them expected), while its estimates read the 5%.
+TEST(JudgeUnitTest, AReleaseWorseThanItsMarginIsNotPassed) {
+  int passed = 0;
+  double sum = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const Report r = NoisyLatency(1.05, seed, 600);
+    passed += r.verdict == Verdict::kPass;
+    ASSERT_EQ(r.metrics[0].name, "per_token_latency");
+    sum += r.metrics[0].change;
+  }
+  EXPECT_LE(passed, 1);
+  EXPECT_NEAR(sum / 40, 0.05, 0.01);
 }
 
 TEST(JudgeUnitTest, NoDataIsNeverZeroAndOutOfOrderTicksAreIgnored) {

@@ -610,7 +610,7 @@ void Measures::OnSecond(std::size_t m, int unit, std::int64_t t) {
   const int needed = unit == 0 ? base : 3 * base;
   if (cmp.ratio.n() < needed || !cmp.ratio.LogRatio()) return;
   if (!measures_[m].decides && unit != 0) return;
-  TakeDecision(m, unit, cmp, cmp.ratio.Interval(cmp.alpha), t);
+  TakeDecision(m, unit, cmp, t);
 }
 
 // ---------------------------------------------------------------------------
@@ -631,24 +631,43 @@ void Measures::OnComparisonBlock(std::size_t m, int unit, const stats::Block& bl
   cmp.blocks_used += 1;
   if (cmp.cs.n() < policy_.min_blocks) return;
   const std::int64_t end = block.start_tick + static_cast<std::int64_t>(policy_.block_s) - 1;
-  TakeDecision(m, unit, cmp, cmp.cs.Interval(cmp.alpha),
-               std::min(end, time_.last_tick.value_or(end)));
+  TakeDecision(m, unit, cmp, std::min(end, time_.last_tick.value_or(end)));
 }
 
-void Measures::TakeDecision(std::size_t m, int unit, Comparison& cmp, stats::Bounds b,
-                            std::int64_t at) {
-  cmp.lo = std::max(cmp.lo, b.lo);
-  cmp.hi = std::min(cmp.hi, b.hi);
-  if (cmp.lo > cmp.hi) {  // the intersection emptied: keep the latest interval
-    cmp.lo = b.lo;
-    cmp.hi = b.hi;
+namespace {
+
+// Intersects `b` into the running interval [lo, hi]; an intersection that
+// empties keeps the latest interval.
+void Intersect(double& lo, double& hi, stats::Bounds b) {
+  lo = std::max(lo, b.lo);
+  hi = std::min(hi, b.hi);
+  if (lo > hi) {
+    lo = b.lo;
+    hi = b.hi;
   }
+}
+
+}  // namespace
+
+// A failure ("worse") is decided on the interval at the comparison's share
+// of alpha; a pass ("not worse", the whole canary only) on the interval at
+// pass_alpha (docs/analysis-method.md, "Decision against a practical margin").
+void Measures::TakeDecision(std::size_t m, int unit, Comparison& cmp, std::int64_t at) {
+  auto interval = [&](double a) {
+    return cmp.per_second ? cmp.ratio.Interval(a) : cmp.cs.Interval(a);
+  };
+  Intersect(cmp.lo, cmp.hi, interval(cmp.alpha));
+  if (unit == 0) Intersect(cmp.pass_lo, cmp.pass_hi, interval(policy_.pass_alpha));
   const Measure& ms = measures_[m];
   if (!ms.decides || cmp.decision != stats::Decision::kUndecided) return;
-  const stats::Decision d = Decide(ms.better, stats::RelativeChange({cmp.lo, cmp.hi}), ms.margin);
+  stats::Decision d = Decide(ms.better, stats::RelativeChange({cmp.lo, cmp.hi}), ms.margin);
+  if (d == stats::Decision::kNotWorse) d = stats::Decision::kUndecided;
+  if (d == stats::Decision::kUndecided && unit == 0 &&
+      Decide(ms.better, stats::RelativeChange({cmp.pass_lo, cmp.pass_hi}), ms.margin) ==
+          stats::Decision::kNotWorse) {
+    d = stats::Decision::kNotWorse;
+  }
   if (d == stats::Decision::kUndecided) return;
-  // Per-unit comparisons only look for harm; a unit's "not worse" is not needed.
-  if (unit != 0 && d == stats::Decision::kNotWorse) return;
   cmp.decision = d;
   cmp.decided_at = at;
   // A without_service-only measure counts against the release only on a

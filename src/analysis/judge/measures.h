@@ -49,6 +49,10 @@ struct Comparison {
   double alpha = 0;
   double lo = -kInf;  // running intersection of the log-ratio CS
   double hi = kInf;
+  // The same CS at the policy's pass_alpha (the whole canary only), what a
+  // pass is decided on; its running intersection.
+  double pass_lo = -kInf;
+  double pass_hi = kInf;
   stats::Decision decision = stats::Decision::kUndecided;
   std::optional<std::int64_t> decided_at;
   double canary_sum = 0;  // p99: sums of block values, for point estimates
@@ -239,7 +243,7 @@ class Measures {
                    std::optional<NodeRatio> history, std::optional<NodeRatio> baseline);
   void OnSecond(std::size_t m, int unit, std::int64_t t);
   // Intersects the comparison's interval with `b` and decides against the margin.
-  void TakeDecision(std::size_t m, int unit, Comparison& cmp, stats::Bounds b, std::int64_t at);
+  void TakeDecision(std::size_t m, int unit, Comparison& cmp, std::int64_t at);
 
   void RunCount(std::size_t m, std::int64_t t);
   void CountNodes(const Measure& ms, std::int64_t t);

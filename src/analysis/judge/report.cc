@@ -158,8 +158,12 @@ void ReportWriter::BlockResult(std::size_t m, MetricResult& r) const {
   }
   // An interval once the comparison may decide (its minimum of blocks or
   // seconds): the running intersection is set from then on.
+  // A pass shows the interval it was decided on (at pass_alpha); anything
+  // else the one a failure is decided on.
+  const bool passed = cmp->decision == stats::Decision::kNotWorse;
   if (std::isfinite(cmp->lo) || std::isfinite(cmp->hi)) {
-    const stats::Bounds rel = stats::RelativeChange({cmp->lo, cmp->hi});
+    const stats::Bounds rel = stats::RelativeChange(
+        passed ? stats::Bounds{cmp->pass_lo, cmp->pass_hi} : stats::Bounds{cmp->lo, cmp->hi});
     r.interval_lo = rel.lo;
     r.interval_hi = rel.hi;
     r.detectable_effect = stats::DetectableEffect(rel);
@@ -567,11 +571,15 @@ void ReportWriter::AddNextSteps(Report& report) const {
     } else if (r.result == "inconclusive") {
       const double room = r.margin - std::fabs(r.change);
       const Comparison* cmp = in_.measures.Whole(m);
-      if (cmp != nullptr && room > 0 && std::isfinite(r.detectable_effect) &&
-          r.detectable_effect > 0) {
+      // A pass is decided on the interval at pass_alpha: its half-width.
+      const double half =
+          cmp == nullptr
+              ? kNaN
+              : stats::DetectableEffect(stats::RelativeChange({cmp->pass_lo, cmp->pass_hi}));
+      if (cmp != nullptr && room > 0 && std::isfinite(half) && half > 0) {
         // The half-width shrinks about as 1/sqrt(n).
         const double n = static_cast<double>(cmp->observations());
-        const double more = n * (std::pow(r.detectable_effect / room, 2) - 1);
+        const double more = n * (std::pow(half / room, 2) - 1);
         char buf[160];
         std::snprintf(buf, sizeof buf,
                       " is still undecided; next: more time (about %.0f more %s at this noise)",

@@ -24,9 +24,16 @@ using config::ReadNumber;
 using config::ReadString;
 using config::Reporter;
 
-constexpr std::string_view kTopKeys[] = {"alpha",          "block",       "min_block_fraction",
-                                         "min_blocks",     "min_seconds", "min_service_seconds",
-                                         "warmup",         "rules",       "metrics",
+constexpr std::string_view kTopKeys[] = {"alpha",
+                                         "pass_alpha",
+                                         "block",
+                                         "min_block_fraction",
+                                         "min_blocks",
+                                         "min_seconds",
+                                         "min_service_seconds",
+                                         "warmup",
+                                         "rules",
+                                         "metrics",
                                          "without_service"};
 constexpr std::string_view kRuleKeys[] = {"throttle", "dram_efficiency", "pcie_link",
                                           "critical_xids", "ecc_dbe"};
@@ -50,6 +57,12 @@ class PolicyParser {
       if (!a) return a.error();
       if (*a <= 0 || *a >= 0.5) return r_.Fail(*n, "alpha", "must be in (0, 0.5)").value();
       p_->alpha = *a;
+    }
+    if (const YAML::Node* n = top->Find("pass_alpha")) {
+      Result<double> a = ReadNumber(r_, *n, "pass_alpha");
+      if (!a) return a.error();
+      if (*a <= 0 || *a >= 0.5) return r_.Fail(*n, "pass_alpha", "must be in (0, 0.5)").value();
+      p_->pass_alpha = *a;
     }
     if (const YAML::Node* n = top->Find("block")) {
       Result<double> b = ReadDuration(r_, *n, "block");

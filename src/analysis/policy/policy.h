@@ -5,6 +5,7 @@
 // DefaultPolicy() returns the same text, built in.
 //
 //   alpha: 0.01          # P(any metric ever fails a healthy release), whole canary
+//   pass_alpha: 0.05     # P(a metric worse than its margin is ever shown not worse)
 //   block: 10s           # block length for block means
 //   min_block_fraction: 0.5
 //   rules:
@@ -96,6 +97,12 @@ struct RulesPolicy {
 
 struct Policy {
   double alpha = 0.01;
+  // P(a metric worse than its margin is ever shown not worse), per metric:
+  // a pass is decided on an interval at this level. A pass needs every
+  // required metric shown not worse (an intersection-union test), so this
+  // bounds the chance of passing a release that is worse than a margin,
+  // with no split across metrics (docs/analysis-method.md, "Decision").
+  double pass_alpha = 0.05;
   double block_s = 10;
   double min_block_fraction = 0.5;
   // p99 measures are compared per block of block_s seconds, and decide from

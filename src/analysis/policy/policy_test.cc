@@ -25,6 +25,7 @@ TEST(PolicyTest, TheShippedDefaultIsTheBuiltInOne) {
 TEST(PolicyTest, DefaultPolicyHasTheFieldRules) {
   const Policy& p = DefaultPolicy();
   EXPECT_DOUBLE_EQ(p.alpha, 0.01);
+  EXPECT_DOUBLE_EQ(p.pass_alpha, 0.05);
   EXPECT_DOUBLE_EQ(p.block_s, 10);
   EXPECT_TRUE(p.rules.throttle.enabled);
   // HW slowdown, SW thermal, HW thermal, HW power brake; not the power cap.
@@ -123,9 +124,10 @@ TEST(PolicyTest, WithoutServiceEntriesParse) {
 }
 
 TEST(PolicyTest, RulesLeftOutAreOff) {
-  Result<Policy> p = ParsePolicy("alpha: 0.05\nmetrics: []\n", "p.yaml");
+  Result<Policy> p = ParsePolicy("alpha: 0.05\npass_alpha: 0.1\nmetrics: []\n", "p.yaml");
   ASSERT_TRUE(p.has_value()) << p.error().message();
   EXPECT_DOUBLE_EQ(p->alpha, 0.05);
+  EXPECT_DOUBLE_EQ(p->pass_alpha, 0.1);
   EXPECT_FALSE(p->rules.throttle.enabled);
   EXPECT_FALSE(p->rules.pcie_link);
   EXPECT_TRUE(p->metrics.empty());
@@ -138,6 +140,7 @@ TEST(PolicyTest, BadPoliciesNameFileLineColumnAndField) {
     const char* detail;
   } cases[] = {
       {"alpha: 2\n", "p.yaml:1:8:", "alpha: must be in (0, 0.5)"},
+      {"pass_alpha: 0\n", "p.yaml:1:13:", "pass_alpha: must be in (0, 0.5)"},
       {"alpha: 0.01\nblok: 10s\n", "p.yaml:2:1:", "unknown field"},
       {"block: ten\n", "p.yaml:1:8:", "bad duration"},
       {"rules:\n  throttle: {reasons: [hw_slowdwn]}\n",
