@@ -132,6 +132,36 @@ TEST(JudgeWithoutServiceTest, HealthyDcgmOnlyCanaryPassesOnGpuTelemetry) {
   EXPECT_FALSE(tpot->critical);
 }
 
+// Issue 18: both arms idle (a model loaded, no traffic anywhere: the real
+// b1 trace) is inconclusive, and says why and what would decide it: not
+// "more time", which would never help.
+TEST(JudgeWithoutServiceTest, BothArmsIdleSayNothingToCompare) {
+  DcgmFleet fleet;
+  fleet.from = kT0 - 1000;  // every tick, baseline too
+  Report r;
+  {
+    Judge judge({.policy = DefaultPolicy(), .release_start_s = std::nullopt});
+    for (std::int64_t s = 0; s < 300; ++s) {
+      Tick tick = fleet.Make(kT0 + s);
+      for (Point& p : tick.gpu_points) {
+        // Idle: no tensor work; a trickle of memory traffic; idle clock and power.
+        if (p.metric == DcgmFleet::kTensor) p.value = 0;
+        if (p.metric == DcgmFleet::kDram) p.value = 0.001;
+        if (p.metric == DcgmFleet::kSmActive) p.value = 0;
+        if (p.metric == DcgmFleet::kPower) p.value = 70;
+        if (p.metric == DcgmFleet::kClock) p.value = 345;
+      }
+      judge.Add(tick, fleet.catalog());
+    }
+    r = judge.Finish();
+  }
+  EXPECT_EQ(r.verdict, Verdict::kInconclusive);
+  EXPECT_TRUE(HasNote(r, "neither arm did any work")) << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(HasNote(r, "next: judge the canary while it serves"))
+      << ::testing::PrintToString(r.notes);
+  EXPECT_FALSE(HasNote(r, "more time")) << ::testing::PrintToString(r.notes);
+}
+
 TEST(JudgeWithoutServiceTest, LessWorkPerJouleFailsTheRelease) {
   DcgmFleet fleet;
   // The same tensor and DRAM activity at 15% more power: 13% less work per

@@ -568,6 +568,13 @@ void ReportWriter::AddNextSteps(Report& report) const {
                             "past the event, or re-run it"
                           : " is worse than its margin on a unit not blamed on the release; "
                             "next: re-run the canary on another node";
+    } else if (r.result == "inconclusive" && r.canary == 0 && r.baseline == 0) {
+      // Zero work on both arms (a model loaded, no traffic): no ratio to
+      // compare, however long it is watched.
+      line +=
+          " has nothing to compare: neither arm did any work (zero on canary and baseline, "
+          "both idle); next: judge the canary while it serves (traffic on the canary and the "
+          "baseline)";
     } else if (r.result == "inconclusive") {
       const double room = r.margin - std::fabs(r.change);
       const Comparison* cmp = in_.measures.Whole(m);
