@@ -453,6 +453,36 @@ TEST(JudgeNodeGaugeTest, NodeGaugeIsComparedAsTheNodesValue) {
   }
 }
 
+// A policy of one critical p99 measure with its margin.
+Policy P99Policy(const std::string& measure, const std::string& margin) {
+  Result<Policy> policy =
+      ParsePolicy("metrics:\n  - {measure: " + measure +
+                      ", kind: p99, better: lower, margin: " + margin + ", critical: true}\n",
+                  "p.yaml");
+  EXPECT_TRUE(policy.has_value()) << policy.error().message();
+  return policy.value_or(Policy{});
+}
+
+// Adds node `node`'s histogram of `metric` to `tick`: at each bound of
+// `bounds`, the increase this second `count_at(bound)` on top of `before`
+// (the cumulative counts so far, updated).
+void AddHistogram(Tick& tick, int node, int metric, const std::vector<double>& bounds,
+                  const std::function<double(double)>& count_at, std::vector<double>& before) {
+  HistogramPoint h;
+  h.node = node;
+  h.metric = metric;
+  h.first = static_cast<std::uint32_t>(tick.buckets.size());
+  h.count = static_cast<std::uint32_t>(bounds.size());
+  before.resize(bounds.size(), 0);
+  for (std::size_t b = 0; b < bounds.size(); ++b) {
+    const double count = count_at(bounds[b]);
+    before[b] += count;
+    tick.buckets.push_back({bounds[b], before[b], count});
+  }
+  tick.histograms.push_back(h);
+  tick.nodes.push_back(node);
+}
+
 // The p99 of a measure whose servers bucket differently: Triton's time to
 // first token is a histogram in milliseconds, SGLang's in seconds with other
 // bounds. Each node observes TTFTs uniform in [0.1 s, 0.3 s): the p99 is
@@ -470,35 +500,24 @@ TEST(JudgeTailTest, P99IsInSecondsAndMixedBucketLayoutsPool) {
   judge_testing::AddTwoByTwoNodes(1, "H100", gpus, nodes);
   const std::vector<double> triton_ms = {50, 100, 150, 200, 250, 300, 500, 1000, kInfinity};
   const std::vector<double> sglang_s = {0.1, 0.25, 0.5, 1, kInfinity};
-  Result<Policy> policy = ParsePolicy(
-      "metrics:\n  - {measure: time_to_first_token, kind: p99, better: lower, margin: 0.25, "
-      "critical: true}\n",
-      "p.yaml");
-  ASSERT_TRUE(policy.has_value()) << policy.error().message();
-  Judge judge({.policy = *policy, .release_start_s = std::nullopt});
+  Judge judge(
+      {.policy = P99Policy("time_to_first_token", "0.25"), .release_start_s = std::nullopt});
   // 100 requests a second per node, TTFT uniform in [0.1, 0.3) s: the
   // cumulative count at bound b (seconds) is 100 * clamp((b - 0.1) / 0.2).
   const auto cumulative = [](double seconds) {
     if (std::isinf(seconds)) return 100.0;
     return 100.0 * std::clamp((seconds - 0.1) / 0.2, 0.0, 1.0);
   };
+  std::vector<std::vector<double>> totals(4);
   for (std::int64_t s = 0; s < 300; ++s) {
     Tick tick;
     tick.time_s = kT0 + s;
     for (int n = 0; n < 4; ++n) {
       const bool sglang = n == 3;
-      const std::vector<double>& bounds = sglang ? sglang_s : triton_ms;
-      HistogramPoint h;
-      h.node = n;
-      h.metric = sglang ? 1 : 0;
-      h.first = static_cast<std::uint32_t>(tick.buckets.size());
-      h.count = static_cast<std::uint32_t>(bounds.size());
-      for (double le : bounds) {
-        const double count = cumulative(sglang || std::isinf(le) ? le : le / 1000);
-        tick.buckets.push_back({le, count * static_cast<double>(s + 1), count});
-      }
-      tick.histograms.push_back(h);
-      tick.nodes.push_back(n);
+      AddHistogram(
+          tick, n, sglang ? 1 : 0, sglang ? sglang_s : triton_ms,
+          [&](double le) { return cumulative(sglang || std::isinf(le) ? le : le / 1000); },
+          totals[static_cast<std::size_t>(n)]);
     }
     judge.Add(tick, Catalog{&gpus, &nodes, &metrics});
   }
@@ -516,6 +535,67 @@ TEST(JudgeTailTest, P99IsInSecondsAndMixedBucketLayoutsPool) {
   EXPECT_NEAR(ttft->baseline, 0.48, 1e-9);
   EXPECT_EQ(ttft->result, "pass");
   EXPECT_EQ(r.verdict, Verdict::kPass);
+}
+
+// Issue 18, tails under load: end-to-end latency includes queueing, so a
+// canary node handed more requests than a baseline node (a load balancer's
+// doing, not the release's) has a longer tail at the same speed. A tail
+// block is compared only where the canary completed no more requests per
+// GPU than the baseline (within 20%); a slower release at the same or a
+// lower load still fails. vLLM's e2e histogram, 2 canary and 2 baseline
+// nodes of one GPU: each node completes `rate` requests a second with
+// latencies uniform in [1, 3) s times `slower`.
+Report JudgeE2eTails(double canary_rate, double canary_slower) {
+  std::vector<GpuInfo> gpus;
+  std::vector<NodeInfo> nodes;
+  std::vector<MetricInfo> metrics = {{"vllm:e2e_request_latency_seconds", MetricKind::kHistogram}};
+  judge_testing::AddTwoByTwoNodes(1, "H100", gpus, nodes);
+  const std::vector<double> bounds = {1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20, kInfinity};
+  Judge judge({.policy = P99Policy("e2e_latency", "0.20"), .release_start_s = std::nullopt});
+  std::vector<std::vector<double>> totals(4);
+  for (std::int64_t s = 0; s < 600; ++s) {
+    Tick tick;
+    tick.time_s = kT0 + s;
+    for (int n = 0; n < 4; ++n) {
+      const bool canary = n < 2;
+      const double rate = canary ? canary_rate : 100;
+      const double slower = canary ? canary_slower : 1;
+      AddHistogram(
+          tick, n, 0, bounds,
+          [&](double le) {
+            return std::isinf(le) ? rate : rate * std::clamp((le / slower - 1) / 2, 0.0, 1.0);
+          },
+          totals[static_cast<std::size_t>(n)]);
+    }
+    judge.Add(tick, Catalog{&gpus, &nodes, &metrics});
+  }
+  return judge.Finish();
+}
+
+TEST(JudgeTailTest, ATailAtAHigherLoadThanTheBaselinesIsNotCompared) {
+  // 1.5x the requests, 1.6x the latency (queueing): not the release's.
+  const Report more = JudgeE2eTails(150, 1.6);
+  const MetricResult* e2e = FindMetric(more, "e2e_latency");
+  ASSERT_NE(e2e, nullptr);
+  EXPECT_EQ(e2e->result, "no_data");
+  EXPECT_NE(more.verdict, Verdict::kFail);
+  EXPECT_TRUE(HasNote(more,
+                      "e2e_latency: 60 of 60 blocks not compared: the canary completed "
+                      "1.50x the baseline's requests per GPU there"))
+      << ::testing::PrintToString(more.notes);
+  EXPECT_TRUE(HasNote(more, "inconclusive: e2e_latency was not compared"));
+  EXPECT_FALSE(HasNote(more, "no data")) << ::testing::PrintToString(more.notes);
+  // The same latency at the baseline's load, or at less: the release's.
+  for (const double rate : {100.0, 70.0}) {
+    const Report same = JudgeE2eTails(rate, 1.6);
+    const MetricResult* m = FindMetric(same, "e2e_latency");
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->result, "high") << rate;
+    EXPECT_EQ(same.verdict, Verdict::kFail) << rate;
+  }
+  // Within 20% more requests: compared as before (a healthy canary passes).
+  const Report close = JudgeE2eTails(115, 1.0);
+  EXPECT_EQ(FindMetric(close, "e2e_latency")->result, "pass");
 }
 
 }  // namespace

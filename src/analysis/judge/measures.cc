@@ -274,6 +274,7 @@ void Measures::Build(Fleet& fleet) {
   count_index_.resize(measures_.size());
   counts_.resize(measures_.size());
   tail_blocks_.resize(measures_.size());
+  tail_load_.resize(measures_.size());
 }
 
 // Diagnostics: compared on the whole canary for the signatures, never decide.

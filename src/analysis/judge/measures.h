@@ -171,6 +171,15 @@ class Measures {
   // The load fit of measure m (inactive unless m is a per-token latency read
   // at equal load).
   const LoadFit& load_fit(std::size_t m) const { return load_fits_[m]; }
+  // A p99 measure's judged blocks of the whole canary, and those left out
+  // because the canary completed more requests per GPU than the baseline
+  // (tails include queueing: docs/analysis-method.md, step 6).
+  struct TailLoad {
+    std::int64_t blocks = 0;
+    std::int64_t skipped = 0;
+    double ratio_sum = 0;  // of the skipped blocks' canary/baseline request rates
+  };
+  const TailLoad& tail_load(std::size_t m) const { return tail_load_[m]; }
 
  private:
   // A block of histogram observations (bucket bound -> cumulative increase)
@@ -182,6 +191,7 @@ class Measures {
     std::int64_t index = -1;
     FamilyBuckets canary, baseline;
     std::int64_t canary_seconds = 0, baseline_seconds = 0;
+    double canary_gpu_seconds = 0, baseline_gpu_seconds = 0;  // the arms' GPUs, summed per tick
   };
   // A canary unit's value this tick, for the per-unit comparisons.
   struct NodeRatio {
@@ -220,6 +230,8 @@ class Measures {
   struct TailTick {
     FamilyBuckets base;
     bool base_any = false;
+    std::vector<int> base_nodes;  // whose buckets are in `base`
+    double base_gpus = 0;         // theirs
     std::vector<NodeBuckets> canary;
   };
   struct RatioPool;
@@ -280,6 +292,7 @@ class Measures {
   std::vector<std::map<int, CountComparison>> counts_;
   // kNodeTail: per measure, per (unit, history) the open block's buckets.
   std::vector<std::map<std::pair<int, bool>, TailBlock>> tail_blocks_;
+  std::vector<TailLoad> tail_load_;
   std::vector<ScratchUnit> scratch_units_;
   TickCounts tick_counts_;
 };

@@ -57,6 +57,14 @@ class ReportWriter {
   void AddModelNotes(Report& report) const;
   void AddWithoutServiceNote(Report& report) const;
   void AddNextSteps(Report& report) const;
+  // Whether measure `name` left blocks out because the canary was handed
+  // more requests than the baseline (p99 measures).
+  bool NotComparedForLoad(const std::string& name) const {
+    for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {
+      if (in_.measures.list()[m].name == name && in_.measures.tail_load(m).skipped > 0) return true;
+    }
+    return false;
+  }
 
   const ReportSources& in_;
   const std::vector<GpuInfo>* gpu_info_;
@@ -456,7 +464,7 @@ void ReportWriter::AddNotes(Report& report) const {
     AddWithoutServiceNote(report);
   } else {
     for (const MetricResult& r : report.metrics) {
-      if (r.critical && r.result == "no_data") {
+      if (r.critical && r.result == "no_data" && !NotComparedForLoad(r.name)) {
         report.notes.push_back(
             r.name +
             ": critical and no data in the recordings: the judge cannot pass "
@@ -536,6 +544,21 @@ void ReportWriter::AddLoadNote(Report& report) const {
     }
     report.notes.push_back(std::move(note));
   }
+  // Tails: blocks where the canary was handed more requests than the
+  // baseline are not compared (they queue more at the same speed).
+  for (std::size_t m = 0; m < in_.measures.list().size(); ++m) {
+    const Measures::TailLoad& tl = in_.measures.tail_load(m);
+    if (tl.skipped == 0) continue;
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "%s: %lld of %lld blocks not compared: the canary completed %.2fx the "
+                  "baseline's requests per GPU there (a tail includes queueing; more requests "
+                  "queue more at the same speed)%s",
+                  in_.measures.list()[m].name.c_str(), static_cast<long long>(tl.skipped),
+                  static_cast<long long>(tl.blocks), tl.ratio_sum / static_cast<double>(tl.skipped),
+                  report.verdict == Verdict::kFail ? "" : "; next: balance the traffic");
+    report.notes.emplace_back(buf);
+  }
 }
 
 // Why an inconclusive canary is inconclusive, and what would decide it:
@@ -560,7 +583,11 @@ void ReportWriter::AddNextSteps(Report& report) const {
   for (std::size_t m : verdict.RequiredMeasures()) {
     const MetricResult r = ResultFor(m);
     std::string line = "inconclusive: " + r.name;
-    if (r.result == "no_data") {
+    if (r.result == "no_data" && NotComparedForLoad(r.name)) {
+      line +=
+          " was not compared: the canary was handed more requests per GPU than the baseline "
+          "in every block; next: balance the traffic";
+    } else if (r.result == "no_data") {
       line += " has no data; next: a missing metric (scrape it, or change the policy)";
     } else if (r.result == "low" || r.result == "high") {
       line += fleet_event ? " is worse than its margin during a fleet-wide event seen on the "

@@ -20,6 +20,16 @@ namespace gpucanary::analysis::judge_internal {
 namespace {
 
 constexpr double kMinTailObservationsPerBlock = 20;
+// A tail block is compared only where the canary completed at most this
+// much more than the baseline's requests per GPU: end-to-end latency and
+// time to first token include queueing, and a node handed more requests
+// than another queues more at the same speed. (A slower release completes
+// fewer, not more: it is still compared.) 20% is above the spread of healthy
+// canaries' 10-s request rates on the field suite.
+constexpr double kTailLoadTolerance = 0.20;
+
+// A node's GPUs, counting a node without a GPU count as one.
+double GpusOf(const NodeState& n) { return n.gpu_count > 0 ? n.gpu_count : 1; }
 
 // A bound in seconds (+Inf stays +Inf).
 double Seconds(double le, double scale) { return std::isinf(le) ? le : le * scale; }
@@ -76,6 +86,11 @@ void Measures::GatherTail(const Measure& ms, const Tick& tick, TailTick& arms) c
       std::map<double, double>& base = arms.base[family];
       for (const Bucket& b : buckets) base[Seconds(b.le, scale)] += *b.increase;
       arms.base_any = true;
+      if (std::find(arms.base_nodes.begin(), arms.base_nodes.end(), h.node) ==
+          arms.base_nodes.end()) {
+        arms.base_nodes.push_back(h.node);
+        arms.base_gpus += GpusOf(n);
+      }
     } else {
       arms.canary.push_back({h.node, family, scale, buckets});
     }
@@ -124,9 +139,14 @@ void Measures::FeedTail(std::size_t m, int unit, bool history, std::int64_t inde
     tb.index = index;
   }
   if (!canary.empty()) {
+    std::vector<int> counted;  // nodes whose GPUs are counted this tick
     for (const NodeBuckets* nb : canary) {
       std::map<double, double>& into = tb.canary[nb->family];
       for (const Bucket& b : nb->buckets) into[Seconds(b.le, nb->scale)] += *b.increase;
+      if (std::find(counted.begin(), counted.end(), nb->node) == counted.end()) {
+        counted.push_back(nb->node);
+        tb.canary_gpu_seconds += GpusOf(fleet_.nodes()[static_cast<std::size_t>(nb->node)]);
+      }
     }
     ++tb.canary_seconds;
   }
@@ -136,6 +156,7 @@ void Measures::FeedTail(std::size_t m, int unit, bool history, std::int64_t inde
       for (const auto& [le, c] : buckets) into[le] += c;
     }
     ++tb.baseline_seconds;
+    tb.baseline_gpu_seconds += arms.base_gpus;
   }
 }
 
@@ -154,6 +175,18 @@ void Measures::CloseTail(std::size_t m, int unit, bool history, TailBlock& tb) {
   };
   if (total(canary) < kMinTailObservationsPerBlock ||
       total(baseline) < kMinTailObservationsPerBlock) {
+    return;
+  }
+  // Requests completed per GPU-second, each arm: a canary handed more
+  // than the baseline queues more at the same speed (not compared).
+  const double load_ratio =
+      (total(canary) / tb.canary_gpu_seconds) / (total(baseline) / tb.baseline_gpu_seconds);
+  if (!history && unit == 0) ++tail_load_[m].blocks;
+  if (load_ratio > 1 + kTailLoadTolerance) {
+    if (!history && unit == 0) {
+      ++tail_load_[m].skipped;
+      tail_load_[m].ratio_sum += load_ratio;
+    }
     return;
   }
   const std::optional<double> qc = stats::BucketQuantile(canary, 0.99);
