@@ -317,7 +317,8 @@ actions:
             if status == 200:
                 for line in text.decode(errors="replace").splitlines():
                     for name in ("gpucanary_heap_inuse_bytes", "gpucanary_heap_free_bytes",
-                                 "gpucanary_store_head_series", "process_cpu_seconds_total"):
+                                 "gpucanary_store_head_series", "process_cpu_seconds_total",
+                                 "gpucanary_store_loaded_indexes"):
                         if line.startswith(name + " "):
                             row[name] = float(line.split()[1])
             try:
@@ -506,7 +507,7 @@ actions:
             health = list(self.health)
         with open(os.path.join(self.out, "resources.csv"), "w") as f:
             f.write("seconds,pid,rss_kb,anon_kb,file_kb,shmem_kb,fds,threads,sim_rss_kb,"
-                    "heap_inuse_kb,heap_free_kb,head_series,cpu_s\n")
+                    "heap_inuse_kb,heap_free_kb,head_series,cpu_s,loaded_indexes\n")
 
             def kb(r, k):
                 return f"{r[k] / 1024:.0f}" if k in r else ""
@@ -518,7 +519,8 @@ actions:
                         f"{kb(r, 'gpucanary_heap_inuse_bytes')},"
                         f"{kb(r, 'gpucanary_heap_free_bytes')},"
                         f"{r.get('gpucanary_store_head_series', '')},"
-                        f"{r.get('process_cpu_seconds_total', '')}\n")
+                        f"{r.get('process_cpu_seconds_total', '')},"
+                        f"{r.get('gpucanary_store_loaded_indexes', '')}\n")
         # Per life of the daemon (between kills): memory and descriptors 2 min
         # after its start (warm) against its end.
         lives = []

@@ -453,6 +453,10 @@ std::string Daemon::Impl::Metrics() const {
                "Chunk reads left out of answers because the chunk's record on disk failed its "
                "CRC (damage after it was written): no data there, never invented values.",
                static_cast<double>(st.damaged_chunks_skipped));
+  AppendMetric(metrics, "gpucanary_store_loaded_indexes", model::MetricType::kGauge,
+               "Sealed segments whose index is in memory (released when no read used it for "
+               "5 minutes).",
+               static_cast<double>(st.loaded_indexes));
   const net::HttpServer::Stats hs = http_->stats();
   AppendMetric(metrics, "gpucanary_http_open_connections", model::MetricType::kGauge,
                "Connections open to the API now.", static_cast<double>(hs.open_connections));

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <set>
 #include <string>
@@ -113,8 +114,8 @@ Result<std::shared_ptr<const SegmentIndex>> Store::Impl::IndexOf(const SealedSeg
   auto index = seg.Index();
   if (!index) return index;
   MutexLock cache(cache_mu_);
-  std::erase(index_lru_, &seg);
-  index_lru_.push_back(&seg);
+  std::erase_if(index_lru_, [&](const LoadedIndex& l) { return l.segment == &seg; });
+  index_lru_.push_back({&seg, std::chrono::steady_clock::now()});
   return index;
 }
 
@@ -244,8 +245,14 @@ Status Store::Impl::QueryHead(const std::vector<model::Matcher>& matchers, Query
 
 void Store::Impl::TrimIndexCache() const {
   MutexLock cache(cache_mu_);
-  while (index_lru_.size() > kMaxLoadedIndexes) {
-    index_lru_.front()->ReleaseIndex();
+  // An index not read for index_idle_ms is released too (issue 22's soak:
+  // each sealed segment's index stayed loaded after the reads moved on, so
+  // the heap grew at every segment rotation).
+  const auto idle_since =
+      std::chrono::steady_clock::now() - std::chrono::milliseconds(options_.index_idle_ms);
+  while (!index_lru_.empty() &&
+         (index_lru_.size() > kMaxLoadedIndexes || index_lru_.front().used < idle_since)) {
+    index_lru_.front().segment->ReleaseIndex();
     index_lru_.erase(index_lru_.begin());
   }
 }

@@ -25,12 +25,14 @@ Status Store::Impl::ApplyRetention(std::int64_t now_ms) {
   if (drop > 0) {
     MutexLock cache(cache_mu_);
     for (std::size_t i = 0; i < drop; ++i) {
-      std::erase(index_lru_, sealed_[i].get());
+      const SealedSegment* gone = sealed_[i].get();
+      std::erase_if(index_lru_, [gone](const LoadedIndex& l) { return l.segment == gone; });
       Log("store: retention: removed segment " + SegmentFileName(sealed_[i]->id()));
       sealed_[i]->Remove();
     }
     sealed_.erase(sealed_.begin(), sealed_.begin() + static_cast<std::ptrdiff_t>(drop));
   }
+  TrimIndexCache();  // indexes no read used lately
   // Idle series: their open chunk is sealed now (it will not grow), and they
   // leave memory once nothing of them is in the active segment.
   head_.ForEach([&](HeadSeries& s) {

@@ -91,6 +91,10 @@ StoreStats Store::Impl::Stats() const {
   st.samples_rejected = samples_rejected_;
   st.chunks_sealed = chunks_sealed_;
   st.damaged_chunks_skipped = damaged_chunks_skipped_.load(std::memory_order_relaxed);
+  {
+    MutexLock cache(cache_mu_);
+    st.loaded_indexes = index_lru_.size();
+  }
   st.chunk_bytes = chunk_bytes_;
   st.chunk_samples = chunk_samples_;
   st.segments = sealed_.size() + 1;

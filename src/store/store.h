@@ -40,6 +40,10 @@ struct StoreOptions {
   std::uint64_t wal_segment_bytes = 64u << 20;
   std::uint64_t checkpoint_after_bytes = 128u << 20;  // of WAL since the last checkpoint
   std::int64_t idle_series_ms = 3600LL * 1000;        // dropped from memory after this
+  // A sealed segment's index, loaded when a read needs it, is released when
+  // no read used it for this long (checked after reads and at retention), or
+  // when more than 8 are loaded (least recently used first).
+  std::int64_t index_idle_ms = 5LL * 60 * 1000;
   // Series in memory at most (storage.max_series): Series() answers a new
   // one beyond it with kOutOfRange until idle ones leave. Each costs about
   // 0.75 KB of head (measured with dcgm-exporter's 9 labels), so the default
@@ -79,6 +83,7 @@ struct StoreStats {
   // Chunk reads left out because the chunk's record on disk failed its CRC
   // (a sealed segment damaged after it was written): counted per read.
   std::uint64_t damaged_chunks_skipped = 0;
+  std::size_t loaded_indexes = 0;  // sealed segments whose index is in memory
 };
 
 // Commits that could not write (a full disk, an I/O error): what the store

@@ -115,6 +115,9 @@ class Store::Impl {
                      QueryResult& result) const REQUIRES_SHARED(mu_);
   Status QueryHead(const std::vector<model::Matcher>& matchers, QueryBuilder& builder,
                    QueryResult& result) const REQUIRES_SHARED(mu_);
+  // Releases the least recently used indexes past kMaxLoadedIndexes, and
+  // any not used for options_.index_idle_ms (a segment's index, tens of MB
+  // at 40k series, stays loaded only while reads use that segment).
   void TrimIndexCache() const EXCLUDES(cache_mu_);
   Result<std::shared_ptr<const SegmentIndex>> IndexOf(const SealedSegment& seg) const
       EXCLUDES(cache_mu_);
@@ -152,7 +155,12 @@ class Store::Impl {
   std::chrono::steady_clock::time_point write_failure_logged_ GUARDED_BY(mu_){};
 
   mutable Mutex cache_mu_ ACQUIRED_AFTER(mu_);
-  mutable std::vector<const SealedSegment*> index_lru_ GUARDED_BY(cache_mu_);  // most recent last
+  // Segments whose index is loaded, most recently used last, with when.
+  struct LoadedIndex {
+    const SealedSegment* segment;
+    std::chrono::steady_clock::time_point used;
+  };
+  mutable std::vector<LoadedIndex> index_lru_ GUARDED_BY(cache_mu_);
 
   Mutex sync_mu_;
   CondVar sync_cv_;
