@@ -27,6 +27,26 @@ bool Overlaps(const ChunkLoc& c, std::int64_t mint, std::int64_t maxt) {
   return c.maxt >= mint && c.mint <= maxt;
 }
 
+// An interned label set's hash, each string's hash seeding the next one's
+// (collisions are resolved by comparing the strings, so this need not match
+// LabelsHash).
+std::uint64_t SymLabelsHash(const Symbols& symbols, const SymLabels& sym) {
+  std::uint64_t h = 0;
+  for (std::uint32_t id : sym) {
+    const std::string_view text = symbols.Get(id);
+    h = XXH3_64bits_withSeed(text.data(), text.size(), h);
+  }
+  return h;
+}
+
+// The ids of a sealed segment's series that match every matcher.
+std::vector<std::uint64_t> MatchingIds(const SegmentIndex& idx,
+                                       const std::vector<model::Matcher>& matchers) {
+  return idx.postings.Match(
+      idx.symbols, matchers, [&](std::uint64_t id) -> const SymLabels& { return idx.labels[id]; },
+      idx.all_ids);
+}
+
 }  // namespace
 
 // Query's series, one entry per label set across segments and the head.
@@ -37,7 +57,7 @@ bool Overlaps(const ChunkLoc& c, std::int64_t mint, std::int64_t maxt) {
 class QueryBuilder {
  public:
   SeriesData& Entry(const Symbols& symbols, const SymLabels& sym) {
-    const std::uint64_t hash = Hash(symbols, sym);
+    const std::uint64_t hash = SymLabelsHash(symbols, sym);
     auto [it, inserted] = first_.try_emplace(hash, out_.size());
     if (!inserted) {
       for (std::size_t i = it->second; i != kNoSlot; i = next_[i]) {
@@ -69,16 +89,6 @@ class QueryBuilder {
  private:
   static constexpr std::size_t kNoSlot = ~std::size_t{0};
 
-  // Each string's hash seeds the next one's (collisions are resolved by
-  // Same, so this need not match LabelsHash).
-  static std::uint64_t Hash(const Symbols& symbols, const SymLabels& sym) {
-    std::uint64_t h = 0;
-    for (std::uint32_t id : sym) {
-      const std::string_view text = symbols.Get(id);
-      h = XXH3_64bits_withSeed(text.data(), text.size(), h);
-    }
-    return h;
-  }
   static bool Same(const model::Labels& labels, const Symbols& symbols, const SymLabels& sym) {
     if (labels.size() * 2 != sym.size()) return false;
     for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -131,9 +141,7 @@ Status Store::Impl::QuerySealed(const std::vector<model::Matcher>& matchers, Que
     if (!index) return index.error();
     result.keep_alive.push_back(seg->mapping());
     const SegmentIndex& idx = **index;
-    const auto ids = idx.postings.Match(
-        idx.symbols, matchers, [&](std::uint64_t id) -> const SymLabels& { return idx.labels[id]; },
-        idx.all_ids);
+    const auto ids = MatchingIds(idx, matchers);
     for (std::uint64_t id : ids) {
       SeriesData* entry = nullptr;
       for (const ChunkLoc& c : idx.chunks[id]) {
@@ -159,11 +167,7 @@ class SeenSeries {
  public:
   // True the first time a label set is offered.
   bool Insert(const Symbols& symbols, const SymLabels& sym) {
-    std::uint64_t h = 0;
-    for (std::uint32_t id : sym) {
-      const std::string_view text = symbols.Get(id);
-      h = XXH3_64bits_withSeed(text.data(), text.size(), h);
-    }
+    const std::uint64_t h = SymLabelsHash(symbols, sym);
     auto [first, last] = seen_.equal_range(h);
     for (auto it = first; it != last; ++it) {
       if (Same(*it->second.first, *it->second.second, symbols, sym)) return false;
@@ -195,9 +199,7 @@ Status Store::Impl::VisitSeries(const std::vector<model::Matcher>& matchers, std
     if (!index) return index.error();
     held.push_back(*index);
     const SegmentIndex& idx = **index;
-    const auto ids = idx.postings.Match(
-        idx.symbols, matchers, [&](std::uint64_t id) -> const SymLabels& { return idx.labels[id]; },
-        idx.all_ids);
+    const auto ids = MatchingIds(idx, matchers);
     for (std::uint64_t id : ids) {
       const bool has_data =
           std::any_of(idx.chunks[id].begin(), idx.chunks[id].end(),
