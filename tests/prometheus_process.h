@@ -182,18 +182,17 @@ class PrometheusProcess {
                                      "--storage.tsdb.path=" + (p->dir_ / "data").string(),
                                      "--web.listen-address=127.0.0.1:" + std::to_string(p->port_)};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    p->child_.Spawn(argv, p->dir_ / "prometheus.log");
-    const bool ready = WaitFor(30, [&] {
-      if (!p->Running()) return true;
-      Result<net::HttpResponse> r = net::Fetch(p->url() + "/-/ready");
-      return r.has_value() && r->status == 200;
-    });
-    if (!ready || !p->Running()) {
+    p->argv_ = argv;
+    if (!p->SpawnAndWait()) {
       *error = "prometheus did not become ready:\n" + p->Log();
       return nullptr;
     }
     return p;
   }
+
+  // Starts the same Prometheus again after Stop (same port, data, flags);
+  // false when it did not become ready (its log says why).
+  bool StartAgain() { return SpawnAndWait(); }
 
   ~PrometheusProcess() {
     Stop();
@@ -218,9 +217,20 @@ class PrometheusProcess {
  private:
   PrometheusProcess() = default;
 
+  bool SpawnAndWait() {
+    child_.Spawn(argv_, dir_ / "prometheus.log");
+    const bool ready = WaitFor(30, [&] {
+      if (!Running()) return true;
+      Result<net::HttpResponse> r = net::Fetch(url() + "/-/ready");
+      return r.has_value() && r->status == 200;
+    });
+    return ready && Running();
+  }
+
   std::filesystem::path dir_;
   int port_ = 0;
   ChildProcess child_;
+  std::vector<std::string> argv_;
   bool keep_dir_ = false;
 };
 

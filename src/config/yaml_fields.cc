@@ -201,19 +201,22 @@ Result<bool> ReadBool(const Reporter& r, const YAML::Node& node, std::string_vie
   return r.Fail(node, field, "expected true or false");
 }
 
-Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std::string& base_dir,
-                              std::string_view parent) {
-  const YAML::Node* inline_token = fields.Find("token");
-  const YAML::Node* file = fields.Find("token_file");
-  if (inline_token != nullptr && file != nullptr) {
-    return r.Fail(*file, Child(parent, "token_file"), "give token or token_file, not both");
+Result<std::string> ReadSecret(const Reporter& r, const Fields& fields, const std::string& base_dir,
+                               std::string_view parent, std::string_view inline_key,
+                               std::string_view file_key) {
+  const YAML::Node* inline_value = fields.Find(inline_key);
+  const YAML::Node* file = fields.Find(file_key);
+  if (inline_value != nullptr && file != nullptr) {
+    return r.Fail(
+        *file, Child(parent, file_key),
+        "give " + std::string(inline_key) + " or " + std::string(file_key) + ", not both");
   }
-  if (inline_token == nullptr && file == nullptr) return std::string();
-  const YAML::Node& node = inline_token != nullptr ? *inline_token : *file;
-  const std::string field = Child(parent, inline_token != nullptr ? "token" : "token_file");
+  if (inline_value == nullptr && file == nullptr) return std::string();
+  const YAML::Node& node = inline_value != nullptr ? *inline_value : *file;
+  const std::string field = Child(parent, inline_value != nullptr ? inline_key : file_key);
   auto text = ReadString(r, node, field);
   if (!text) return Error(text.error());
-  std::string token = *text;
+  std::string secret = *text;
   if (file != nullptr) {
     std::filesystem::path path(*text);
     if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
@@ -221,12 +224,27 @@ Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std
     if (!content) return r.Fail(node, field, content.error().message());
     const std::size_t begin = content->find_first_not_of(" \t\r\n");
     const std::size_t end = content->find_last_not_of(" \t\r\n");
-    token = begin == std::string::npos ? "" : content->substr(begin, end - begin + 1);
-    if (token.empty()) return r.Fail(node, field, "the file '" + *text + "' is empty");
+    secret = begin == std::string::npos ? "" : content->substr(begin, end - begin + 1);
+    if (secret.empty()) return r.Fail(node, field, "the file '" + *text + "' is empty");
   }
-  for (char c : token) {
+  for (char c : secret) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return r.Fail(node, field, "must not hold control characters");
+    }
+  }
+  return secret;
+}
+
+Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std::string& base_dir,
+                              std::string_view parent) {
+  auto token = ReadSecret(r, fields, base_dir, parent, "token", "token_file");
+  if (!token) return token;
+  for (char c : *token) {
     if (c < 0x21 || c > 0x7e) {
-      return r.Fail(node, field, "a token must be printable ASCII without spaces");
+      const bool in_file = fields.Find("token_file") != nullptr;
+      return r.Fail(in_file ? *fields.Find("token_file") : *fields.Find("token"),
+                    Child(parent, in_file ? "token_file" : "token"),
+                    "a token must be printable ASCII without spaces");
     }
   }
   return token;

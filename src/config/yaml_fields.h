@@ -105,5 +105,11 @@ Result<bool> ReadBool(const Reporter& r, const YAML::Node& node, std::string_vie
 // Messages name `parent`.token / .token_file and never echo the token.
 Result<std::string> ReadToken(const Reporter& r, const Fields& fields, const std::string& base_dir,
                               std::string_view parent);
+// The same for any secret given inline (`inline_key`) or in a file
+// (`file_key`), e.g. basic_auth's password / password_file: any text
+// without control characters.
+Result<std::string> ReadSecret(const Reporter& r, const Fields& fields, const std::string& base_dir,
+                               std::string_view parent, std::string_view inline_key,
+                               std::string_view file_key);
 
 }  // namespace gpucanary::config

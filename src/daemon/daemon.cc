@@ -27,6 +27,7 @@
 #include "releases/publisher.h"
 #include "releases/release.h"
 #include "remote/receiver.h"
+#include "remote/sender.h"
 #include "scrape/ingester.h"
 #include "scrape/scrape_manager.h"
 #include "store/meta_db.h"
@@ -75,6 +76,7 @@ class Daemon::Impl {
   void BackupMetadata();
   std::string TargetsJson() const;
   void RetentionLoop();
+  void AppendSenderMetrics(model::FamilyWriter& metrics) const;
 
   ServeConfig config_;
   Clock& clock_;
@@ -88,6 +90,9 @@ class Daemon::Impl {
   std::unique_ptr<ReleaseApi> releases_;
   std::unique_ptr<RemoteWriteGuard> write_guard_;  // between receiver_ and store_
   std::unique_ptr<remote::Receiver> receiver_;
+  // remote_write out, one per receiver; made before the store opens (their
+  // positions say which WAL segments it must keep) and destroyed after it.
+  std::vector<std::unique_ptr<remote::Sender>> senders_;
   std::unique_ptr<scrape::ScrapeManager> scraper_;
   std::unique_ptr<nvml::Source> nvml_;  // this node's GPUs, when `nvml:` enables it
   std::unique_ptr<CanaryService> canaries_;
@@ -162,6 +167,29 @@ Status Daemon::Impl::Start() {
   const bool had_meta = std::filesystem::exists(meta_path, exists_ec);
 
   store::StoreOptions so;
+  for (const remote::SenderConfig& c : config_.remote_write_out) {
+    auto sender = remote::Sender::Create(
+        c, data_dir / "wal", data_dir / "remote_write" / c.name, options_.log, [this] {
+          std::vector<remote::FamilyMetadata> out;
+          if (!scraper_) return out;
+          for (scrape::MetricMetadata& m : scraper_->Metadata()) {
+            out.push_back({std::move(m.family), std::string(model::MetricTypeName(m.type)),
+                           std::move(m.help), std::move(m.unit)});
+          }
+          return out;
+        });
+    if (!sender) return sender.error();
+    senders_.push_back(std::move(*sender));
+    so.wal_keep_max_bytes = std::max(so.wal_keep_max_bytes, c.queue.max_backlog_bytes);
+  }
+  if (!senders_.empty()) {
+    // The WAL is the senders' queue: a checkpoint keeps what one has yet to send.
+    so.wal_keep_from = [this] {
+      std::uint32_t keep = UINT32_MAX;
+      for (const auto& sender : senders_) keep = std::min(keep, sender->KeepFrom());
+      return keep;
+    };
+  }
   so.retention_ms = config_.retention_ms;
   so.retention_bytes = config_.retention_bytes;
   so.max_series = config_.max_series;
@@ -295,6 +323,9 @@ Status Daemon::Impl::Start() {
       [this](const releases::Release& release) { return canaries_->OnRelease(release); });
 
   if (Status s = scraper_->Start(); !s.ok()) return s;
+  for (auto& sender : senders_) {
+    if (Status s = sender->Start(); !s.ok()) return s;
+  }
   retention_ = std::thread([this] { RetentionLoop(); });
   ready_.store(true, std::memory_order_release);
   return Status::Ok();
@@ -312,6 +343,7 @@ void Daemon::Impl::Stop() {
   if (canaries_) canaries_->Stop();  // finishes running actions
   if (scraper_) scraper_->Stop();
   if (nvml_) nvml_->Stop();
+  for (auto& sender : senders_) sender->Stop();  // positions saved; kept until the store is closed
   http_.reset();
   nvml_.reset();
   canaries_.reset();
@@ -324,6 +356,7 @@ void Daemon::Impl::Stop() {
   BackupMetadata();
   meta_.reset();
   store_.reset();  // syncs the WAL
+  senders_.clear();
 }
 
 void Daemon::Impl::BackupMetadata() {
@@ -515,10 +548,79 @@ std::string Daemon::Impl::Metrics() const {
     metrics.Sample({{"reason", remote::WriteErrorName(static_cast<remote::WriteError>(i))}},
                    std::to_string(rw.errors[i]));
   }
+  AppendSenderMetrics(metrics);
   releases_->AppendMetrics(out);
   canaries_->AppendMetrics(out, config_.releases.info_window_ms);
   AppendProcessMetrics(out, ReadProcessStats());
   return out;
+}
+
+void Daemon::Impl::AppendSenderMetrics(model::FamilyWriter& metrics) const {
+  if (senders_.empty()) return;
+  std::vector<remote::SenderStats> stats;
+  for (const auto& sender : senders_) stats.push_back(sender->stats());
+  // One family at a time, a sample per receiver (and per extra label).
+  const auto family = [&](std::string_view name, model::MetricType type, std::string_view help,
+                          const auto& value) {
+    metrics.Family(name, type, help);
+    for (std::size_t i = 0; i < senders_.size(); ++i) {
+      const remote::SenderConfig& c = senders_[i]->config();
+      value(stats[i], [&](std::initializer_list<model::LabelView> extra, double v) {
+        std::vector<model::LabelView> labels = {{"remote_name", c.name}, {"url", c.url}};
+        labels.insert(labels.end(), extra.begin(), extra.end());
+        std::string text;
+        AppendPromValue(text, v);
+        metrics.Sample(labels, text);
+      });
+    }
+  };
+  using T = model::MetricType;
+  const auto d = [](std::uint64_t n) { return static_cast<double>(n); };
+  family("gpucanary_remote_write_out_samples_sent_total", T::kCounter,
+         "Samples the receiver acknowledged (2xx).",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.samples_sent)); });
+  family("gpucanary_remote_write_out_samples_failed_total", T::kCounter,
+         "Samples in batches the receiver refused for good (4xx other than a retried 429).",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.samples_failed)); });
+  family("gpucanary_remote_write_out_samples_retried_total", T::kCounter,
+         "Samples in requests that failed and were sent again (5xx, 429, no answer).",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.samples_retried)); });
+  family("gpucanary_remote_write_out_samples_dropped_total", T::kCounter,
+         "Samples not sent, by reason.", [&](const remote::SenderStats& s, auto put) {
+           put({{"reason", "relabel"}}, d(s.dropped_relabel));
+           put({{"reason", "unknown_series"}}, d(s.dropped_unknown_series));
+           put({{"reason", "resent_refused"}}, d(s.dropped_resent_refused));
+         });
+  family("gpucanary_remote_write_out_wal_lost_total", T::kCounter,
+         "Stretches of WAL deleted or damaged before they were read (each is logged).",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.dropped_backlog)); });
+  family("gpucanary_remote_write_out_samples_pending", T::kGauge,
+         "Samples read from the WAL and not yet answered.",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.samples_pending)); });
+  family("gpucanary_remote_write_out_wal_backlog_bytes", T::kGauge,
+         "WAL bytes the sender has not read yet.",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.wal_backlog_bytes)); });
+  family("gpucanary_remote_write_out_highest_sent_timestamp_seconds", T::kGauge,
+         "The newest sample timestamp the receiver acknowledged.",
+         [&](const remote::SenderStats& s, auto put) {
+           put({}, static_cast<double>(s.highest_sent_timestamp_ms) / 1000.0);
+         });
+  family("gpucanary_remote_write_out_requests_total", T::kCounter, "Requests by answer.",
+         [&](const remote::SenderStats& s, auto put) {
+           put({{"code", "2xx"}}, d(s.requests_2xx));
+           put({{"code", "4xx"}}, d(s.requests_4xx));
+           put({{"code", "429"}}, d(s.requests_429));
+           put({{"code", "5xx"}}, d(s.requests_5xx));
+           put({{"code", "error"}}, d(s.requests_error));
+         });
+  family("gpucanary_remote_write_out_metadata_sent_total", T::kCounter,
+         "Metric metadata entries the receiver acknowledged.",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.metadata_sent)); });
+  family("gpucanary_remote_write_out_metadata_failed_total", T::kCounter,
+         "Metric metadata entries not sent (tried again at the next interval).",
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.metadata_failed)); });
+  family("gpucanary_remote_write_out_shards", T::kGauge, "Parallel senders.",
+         [&](const remote::SenderStats& s, auto put) { put({}, static_cast<double>(s.shards)); });
 }
 
 std::string Daemon::Impl::TargetsJson() const {

@@ -19,6 +19,7 @@
 #include "config/http_headers.h"
 #include "config/tls_config.h"
 #include "config/yaml_fields.h"
+#include "daemon/remote_write_out_config.h"
 #include "net/url.h"
 
 namespace gpucanary::daemon {
@@ -27,13 +28,10 @@ namespace {
 using config::Fields;
 using config::Reporter;
 
-constexpr std::array<std::string_view, 14> kTopKeys = {"listen",  "tls_server_config",
-                                                       "storage", "remote_write",
-                                                       "global",  "scrape_configs",
-                                                       "auth",    "releases",
-                                                       "publish", "canary",
-                                                       "actions", "nvml",
-                                                       "http",    "query"};
+constexpr std::array<std::string_view, 15> kTopKeys = {
+    "listen", "tls_server_config", "storage", "remote_write", "remote_write_out",
+    "global", "scrape_configs",    "auth",    "releases",     "publish",
+    "canary", "actions",           "nvml",    "http",         "query"};
 constexpr std::array<std::string_view, 4> kHttpKeys = {
     "max_connections", "max_connections_per_client", "idle_timeout", "handler_threads"};
 constexpr std::array<std::string_view, 2> kQueryKeys = {"max_samples", "max_concurrency"};
@@ -571,6 +569,11 @@ Result<ServeConfig> ParseServeConfig(std::string_view yaml_text, std::string_vie
     }
     if (const YAML::Node* n = top->Find("remote_write")) {
       if (Status s = ReadRemoteWrite(r, *n, out); !s.ok()) return Error(s);
+    }
+    if (const YAML::Node* n = top->Find("remote_write_out")) {
+      auto senders = ReadRemoteWriteOut(r, *n, base);
+      if (!senders) return Error(senders.error());
+      out.remote_write_out = std::move(*senders);
     }
     if (const YAML::Node* n = top->Find("auth")) {
       if (Status s = ReadAuth(r, *n, base, out); !s.ok()) return Error(s);

@@ -11,10 +11,12 @@
 //     retention: 15d
 //     retention_size: 50GB     # 0: no limit
 //     max_series: 2000000
-//   remote_write:
+//   remote_write:                # the receiver (POST /api/v1/write)
 //     enabled: true
 //     max_body: 32MiB
 //     creation_grace_period: 10m   # and past_grace_period, label_limit, ...
+//   remote_write_out:            # senders (docs/remote-write-out.md)
+//     - {url: http://prometheus:9090/api/v1/write, queue_config: {shards: 4}}
 //   global: {scrape_interval: 15s, fast_interval: 1s}
 //   scrape_configs: [...]
 //   auth: {token_file: /etc/gpucanary/token, tokens: [{scope: read, token_file: ro.token}]}
@@ -41,6 +43,7 @@
 #include "net/tls_options.h"
 #include "nvml/source.h"
 #include "releases/publisher.h"
+#include "remote/sender.h"
 #include "scrape/config.h"
 
 namespace gpucanary::daemon {
@@ -110,6 +113,9 @@ struct ServeConfig {
   bool remote_write = true;
   std::size_t max_body_bytes = std::size_t{32} << 20;
   RemoteWriteLimits remote_write_limits;
+  // `remote_write_out:` receivers every stored sample is sent to
+  // (docs/remote-write-out.md).
+  std::vector<remote::SenderConfig> remote_write_out;
   scrape::ScrapeConfig scrape;
   AuthConfig auth;
   ReleasesConfig releases;

@@ -176,6 +176,110 @@ TEST(ServeConfigTest, ErrorsSayWhere) {
             std::string::npos);
 }
 
+TEST(ServeConfigTest, ReadsRemoteWriteOutWithPrometheusKeys) {
+  const fs::path dir = fs::temp_directory_path() / ("gc_rwout_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "mimir.token") << "s3cret\n";
+  std::ofstream(dir / "pw") << "p ss\n";
+  auto c = ParseServeConfig(
+      "remote_write_out:\n"
+      "  - url: http://mimir:9009/api/v1/push\n"
+      "    name: central\n"
+      "    remote_timeout: 10s\n"
+      "    headers: {X-Scope-OrgID: gpu-fleet}\n"
+      "    authorization: {credentials_file: mimir.token}\n"
+      "    write_relabel_configs:\n"
+      "      - {source_labels: [__name__], regex: 'DCGM_FI_PROF_.*', action: drop}\n"
+      "    queue_config: {shards: 8, capacity: 5000, max_samples_per_send: 500,\n"
+      "                   batch_send_deadline: 2s, min_backoff: 100ms, max_backoff: 10s,\n"
+      "                   retry_on_http_429: false, max_backlog: 2GiB}\n"
+      "    metadata_config: {send: false, send_interval: 5m}\n"
+      "  - url: https://prom:9090/api/v1/write\n"
+      "    basic_auth: {username: gc, password_file: pw}\n",
+      (dir / "serve.yaml").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  ASSERT_EQ(c->remote_write_out.size(), 2U);
+  const remote::SenderConfig& a = c->remote_write_out[0];
+  EXPECT_EQ(a.name, "central");
+  EXPECT_EQ(a.url, "http://mimir:9009/api/v1/push");
+  EXPECT_EQ(a.timeout_ms, 10000);
+  ASSERT_EQ(a.headers.size(), 1U);
+  EXPECT_EQ(a.headers[0].first, "X-Scope-OrgID");
+  EXPECT_EQ(a.authorization, "Bearer s3cret");
+  ASSERT_EQ(a.write_relabel.size(), 1U);
+  EXPECT_EQ(a.write_relabel[0].config().action, model::RelabelAction::kDrop);
+  EXPECT_EQ(a.queue.shards, 8);
+  EXPECT_EQ(a.queue.capacity, 5000U);
+  EXPECT_EQ(a.queue.max_samples_per_send, 500U);
+  EXPECT_EQ(a.queue.batch_send_deadline_ms, 2000);
+  EXPECT_EQ(a.queue.min_backoff_ms, 100);
+  EXPECT_EQ(a.queue.max_backoff_ms, 10000);
+  EXPECT_FALSE(a.queue.retry_on_http_429);
+  EXPECT_EQ(a.queue.max_backlog_bytes, 2ULL << 30);
+  EXPECT_FALSE(a.metadata.send);
+  EXPECT_EQ(a.metadata.send_interval_ms, 300000);
+  const remote::SenderConfig& b = c->remote_write_out[1];
+  EXPECT_EQ(b.name, "rw1");
+  EXPECT_EQ(b.authorization, "Basic Z2M6cCBzcw==");  // base64("gc:p ss")
+  EXPECT_EQ(b.queue.shards, 4);                      // the defaults
+  EXPECT_TRUE(b.queue.retry_on_http_429);
+  EXPECT_TRUE(b.metadata.send);
+}
+
+TEST(ServeConfigTest, RemoteWriteOutErrorsSayWhere) {
+  EXPECT_EQ(ErrorOf("remote_write_out: {url: http://x/}\n"),
+            "serve.yaml:1:19: remote_write_out: expected a list of receivers (- url: ...)");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - name: a\n"),
+            "serve.yaml:2:5: remote_write_out[0].url: required");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: ftp://x/\n"),
+            "serve.yaml:2:10: remote_write_out[0].url: bad URL 'ftp://x/': only http:// and "
+            "https:// are supported");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: http://x/\n    queue: {}\n"),
+            "serve.yaml:3:5: remote_write_out[0].queue: unknown field (expected one of url, "
+            "name, remote_timeout, headers, tls_config, authorization, basic_auth, "
+            "write_relabel_configs, queue_config, metadata_config)");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: http://x/\n    queue_config: {shards: 0}\n"),
+            "serve.yaml:3:28: remote_write_out[0].queue_config.shards: must be in 1..200");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: http://x/\n"
+                    "    queue_config: {min_backoff: 10s, max_backoff: 1s}\n"),
+            "serve.yaml:3:33: remote_write_out[0].queue_config.min_backoff: min_backoff (10000 "
+            "ms) is above max_backoff (1000 ms)");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: http://x/\n    remote_timeout: 5 s\n"),
+            "serve.yaml:3:21: remote_write_out[0].remote_timeout: bad duration '5 s' (e.g. 30s, "
+            "5m, 250ms)");
+  EXPECT_EQ(
+      ErrorOf("remote_write_out:\n  - url: http://x/\n    queue_config: {max_backlog: 10KB}\n"),
+      "serve.yaml:3:33: remote_write_out[0].queue_config.max_backlog: bad size '10KB' "
+      "(e.g. 1GiB, 500MB; at least 1MiB)");
+  EXPECT_EQ(
+      ErrorOf("remote_write_out:\n  - url: http://x/\n    headers: {Content-Encoding: gzip}\n"),
+      "serve.yaml:3:15: remote_write_out[0].headers.Content-Encoding: not a header name "
+      "gpucanary may set");
+  EXPECT_EQ(
+      ErrorOf("remote_write_out:\n  - {url: http://x/, name: a}\n  - {url: http://y/, name: a}\n"),
+      "serve.yaml:3:28: remote_write_out[1].name: 'a' names another remote_write_out entry "
+      "too");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - {url: http://x/, name: ../up}\n"),
+            "serve.yaml:2:28: remote_write_out[0].name: '../up': 1 to 64 of A-Z a-z 0-9 _ - . (it "
+            "names a folder)");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: http://x/\n    authorization: {credentials: a}\n"
+                    "    basic_auth: {username: u}\n"),
+            "serve.yaml:4:17: remote_write_out[0].basic_auth: give authorization or basic_auth, "
+            "not both");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: http://x/\n    authorization: {type: Bearer}\n"),
+            "serve.yaml:3:20: remote_write_out[0].authorization.credentials: credentials or "
+            "credentials_file required");
+  EXPECT_EQ(ErrorOf("remote_write_out:\n  - url: http://x/\n    write_relabel_configs:\n"
+                    "      - {action: hashmod}\n"),
+            ErrorOf("remote_write_out:\n  - url: http://x/\n    write_relabel_configs:\n"
+                    "      - {action: hashmod}\n"));
+  EXPECT_NE(ErrorOf("remote_write_out:\n  - url: http://x/\n    write_relabel_configs:\n"
+                    "      - {action: hashmod}\n")
+                .find("serve.yaml:4:"),
+            std::string::npos);
+}
+
 TEST(ServeConfigTest, NvmlIsOffUnlessASectionAsksForIt) {
   auto c = ParseServeConfig("listen: 127.0.0.1:0\n", "serve.yaml");
   ASSERT_TRUE(c.has_value()) << c.error().message();

@@ -249,6 +249,8 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
         done = true;
         break;
       case expfmt::Entry::kMetadata:
+        NoteMetadata(parser.metadata());
+        break;
       case expfmt::Entry::kComment:
         break;
     }
@@ -264,6 +266,7 @@ ScrapeOutcome Ingester::Ingest(std::string_view body, expfmt::Format format, std
       out.relabel_dropped + out.duplicates + out.rejected + out.out_of_bounds;
   out.post_relabel = out.samples > not_added ? out.samples - not_added : 0;
   MarkPreviousStale(t_ms, out);
+  PublishMetadata();
   std::swap(previous_, current_);
   AppendReport(t_ms, duration_s, out, out);
   Commit(out);
@@ -379,6 +382,58 @@ void Ingester::Compact() {
   entries_ = std::move(kept);
   // Series of the last scrape were all seen in it, so all survived.
   for (std::uint32_t& i : previous_) i = moved_to[i] - 1;
+}
+
+void Ingester::NoteMetadata(const expfmt::MetadataView& m) {
+  auto it = families_.find(m.name);
+  if (it == families_.end()) {
+    it = families_.emplace(std::string(m.name), FamilySeen{}).first;
+    it->second.metadata.family = std::string(m.name);
+    families_changed_ = true;
+  }
+  FamilySeen& f = it->second;
+  f.last_seen = iteration_;
+  MetricMetadata& md = f.metadata;
+  switch (m.kind) {
+    case expfmt::MetadataKind::kHelp:
+      if (md.help != m.text) {
+        md.help = std::string(m.text);
+        families_changed_ = true;
+      }
+      break;
+    case expfmt::MetadataKind::kType:
+      if (md.type != m.type) {
+        md.type = m.type;
+        families_changed_ = true;
+      }
+      break;
+    case expfmt::MetadataKind::kUnit:
+      if (md.unit != m.text) {
+        md.unit = std::string(m.text);
+        families_changed_ = true;
+      }
+      break;
+  }
+}
+
+void Ingester::PublishMetadata() {
+  families_changed_ |= std::erase_if(families_, [&](const auto& kv) {
+                         return kv.second.last_seen != iteration_;
+                       }) > 0;
+  if (!families_changed_) return;
+  families_changed_ = false;
+  auto snapshot = std::make_shared<std::vector<MetricMetadata>>();
+  snapshot->reserve(families_.size());
+  for (const auto& [name, f] : families_) snapshot->push_back(f.metadata);
+  std::sort(snapshot->begin(), snapshot->end(),
+            [](const MetricMetadata& a, const MetricMetadata& b) { return a.family < b.family; });
+  MutexLock lock(metadata_mu_);
+  metadata_ = std::move(snapshot);
+}
+
+std::shared_ptr<const std::vector<MetricMetadata>> Ingester::metadata() const {
+  MutexLock lock(metadata_mu_);
+  return metadata_;
 }
 
 }  // namespace gpucanary::scrape

@@ -36,9 +36,12 @@
 #include <vector>
 
 #include "core/flat_hash_map.h"
+#include "core/mutex.h"
 #include "core/status.h"
+#include "core/string_map.h"
 #include "expfmt/types.h"
 #include "model/labels.h"
+#include "model/metric_type.h"
 #include "model/relabel.h"
 #include "scrape/config.h"
 #include "store/appender.h"
@@ -92,6 +95,17 @@ struct ScrapeOutcome {
 // (dcgm-exporter sends text/plain with no version, or none) text 0.0.4.
 expfmt::Format FormatForContentType(std::string_view content_type);
 
+// One metric family's TYPE, HELP and UNIT lines, as a target exposes them
+// (sent with remote_write out, docs/remote-write-out.md).
+struct MetricMetadata {
+  std::string family;
+  model::MetricType type = model::MetricType::kUnknown;
+  std::string help;
+  std::string unit;
+
+  friend bool operator==(const MetricMetadata&, const MetricMetadata&) = default;
+};
+
 class Ingester {
  public:
   // `target_labels` sorted, without __name__. `store` must outlive this.
@@ -113,6 +127,11 @@ class Ingester {
   // The target is gone: stale markers at t_ms for every series it wrote,
   // synthetic ones included. Later calls start afresh.
   void EndOfRun(std::int64_t t_ms);
+
+  // The metadata of the families the last successful scrape described, by
+  // family name; a snapshot replaced only when it changes. Thread-safe (the
+  // other calls are not).
+  std::shared_ptr<const std::vector<MetricMetadata>> metadata() const;
 
   // Series in the scrape cache (tests, stats).
   std::size_t cached_series() const { return entries_.size(); }
@@ -143,6 +162,11 @@ class Ingester {
                     ScrapeOutcome& out);
   void Commit(ScrapeOutcome& out);
   void Compact();
+  // A HELP, TYPE or UNIT line of this scrape.
+  void NoteMetadata(const expfmt::MetadataView& m);
+  // After a successful scrape: families it did not describe go, and the
+  // snapshot is replaced when anything changed.
+  void PublishMetadata();
 
   store::Appendable& store_;
   std::unique_ptr<store::Appender> appender_;
@@ -164,7 +188,15 @@ class Ingester {
   // report_ready_.
   std::array<store::SeriesRef, 5> report_refs_{};
   bool report_ready_ = false;
-  bool reported_ = false;       // written since the last EndOfRun
+  bool reported_ = false;  // written since the last EndOfRun
+  struct FamilySeen {
+    MetricMetadata metadata;
+    std::uint64_t last_seen = 0;  // the iteration that last described it
+  };
+  StringMap<FamilySeen> families_;
+  bool families_changed_ = false;
+  mutable Mutex metadata_mu_;
+  std::shared_ptr<const std::vector<MetricMetadata>> metadata_ GUARDED_BY(metadata_mu_);
   std::size_t batch_size_ = 0;  // samples appended since the last Commit
 };
 

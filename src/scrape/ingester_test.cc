@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "scrape/relabel_config.h"
@@ -54,6 +57,43 @@ TEST_F(IngesterTest, AppendsEverySampleAtTheScheduledTimeWithTargetLabels) {
   EXPECT_EQ(Samples(Series("scrape_samples_scraped"))[0].value, 3);
   EXPECT_EQ(Samples(Series("scrape_series_added"))[0].value, 3);
   EXPECT_EQ(store_.commits(), 1U);  // one Commit per scrape
+}
+
+// The real dcgm-exporter capture of an L4 node (kops, default counters):
+// each of its 23 families with the TYPE and HELP the exporter wrote.
+TEST_F(IngesterTest, KeepsTheMetadataOfTheFamiliesTheLastScrapeDescribed) {
+  std::ifstream file(std::string(GPUCANARY_SHARED_DIR) +
+                     "/data/dcgm-samples/l4-default-counters-kops.txt");
+  ASSERT_TRUE(file.good());
+  const std::string body((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  Ingester in = Make();
+  EXPECT_EQ(in.metadata(), nullptr);
+  ASSERT_TRUE(in.Ingest(body, expfmt::Format::kPrometheusText, kT0, 0).up);
+  auto first = in.metadata();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->size(), 23U);
+  auto sm = std::find_if(first->begin(), first->end(), [](const MetricMetadata& m) {
+    return m.family == "DCGM_FI_DEV_SM_CLOCK";
+  });
+  ASSERT_NE(sm, first->end());
+  EXPECT_EQ(sm->type, model::MetricType::kGauge);
+  EXPECT_EQ(sm->help, "SM clock frequency (in MHz).");
+  EXPECT_TRUE(std::is_sorted(
+      first->begin(), first->end(),
+      [](const MetricMetadata& a, const MetricMetadata& b) { return a.family < b.family; }));
+  // Unchanged: the same snapshot, nothing rebuilt.
+  ASSERT_TRUE(in.Ingest(body, expfmt::Format::kPrometheusText, kT0 + 1000, 0).up);
+  EXPECT_EQ(in.metadata(), first);
+  // A family no longer described goes; a changed HELP is seen.
+  ASSERT_TRUE(in.Ingest("# HELP m new help\n# TYPE m counter\nm_total 1\n",
+                        expfmt::Format::kPrometheusText, kT0 + 2000, 0)
+                  .up);
+  auto now = in.metadata();
+  ASSERT_EQ(now->size(), 1U);
+  EXPECT_EQ((*now)[0], (MetricMetadata{"m", model::MetricType::kCounter, "new help", ""}));
+  // A failed scrape changes nothing.
+  EXPECT_FALSE(in.Ingest("m{ 1\n", expfmt::Format::kPrometheusText, kT0 + 3000, 0).up);
+  EXPECT_EQ(in.metadata(), now);
 }
 
 TEST_F(IngesterTest, SteadyStateHitsTheCache) {

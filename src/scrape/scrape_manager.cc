@@ -189,6 +189,7 @@ class ScrapeManager::Impl {
   void ClearFast(const std::string& key);
   std::vector<TargetStatus> Targets() const;
   std::vector<Discovery::SourceStatus> DiscoverySources() const;
+  std::vector<MetricMetadata> Metadata() const;
   Stats stats() const;
 
  private:
@@ -258,6 +259,8 @@ class ScrapeManager::Impl {
 
   mutable Mutex status_mu_;
   std::map<std::uint64_t, TargetStatus> status_ GUARDED_BY(status_mu_);
+  // Each target's ingester, for Metadata(): removed before the run goes.
+  std::map<std::uint64_t, const Ingester*> ingesters_ GUARDED_BY(status_mu_);
   // Targets per `instance` value, and Instances()'s snapshot of its keys
   // (null: to be rebuilt, the set changed).
   std::map<std::string, std::size_t, std::less<>> instance_counts_ GUARDED_BY(status_mu_);
@@ -491,6 +494,7 @@ void ScrapeManager::Impl::Add(Target target, const JobConfig& job, std::string k
   run->fast = IsFast(run->target);
   {
     MutexLock lock(status_mu_);
+    ingesters_[run->id] = run->ingester.get();
     TargetStatus& s = status_[run->id];
     s.job = job.job_name;
     s.url = run->target.url;
@@ -510,6 +514,7 @@ void ScrapeManager::Impl::Remove(const RunPtr& run) {
   by_id_.erase(run->id);
   {
     MutexLock lock(status_mu_);
+    ingesters_.erase(run->id);
     if (auto it = status_.find(run->id); it != status_.end()) {
       const std::string_view instance = model::LabelValue(it->second.labels, "instance");
       auto count = instance_counts_.find(instance);
@@ -749,6 +754,23 @@ std::vector<TargetStatus> ScrapeManager::Impl::Targets() const {
   return out;
 }
 
+std::vector<MetricMetadata> ScrapeManager::Impl::Metadata() const {
+  std::vector<MetricMetadata> out;
+  {
+    MutexLock lock(status_mu_);
+    for (const auto& [id, ingester] : ingesters_) {
+      if (auto m = ingester->metadata()) out.insert(out.end(), m->begin(), m->end());
+    }
+  }
+  const auto key = [](const MetricMetadata& m) {
+    return std::tie(m.family, m.type, m.help, m.unit);
+  };
+  std::sort(out.begin(), out.end(),
+            [&](const MetricMetadata& a, const MetricMetadata& b) { return key(a) < key(b); });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<Discovery::SourceStatus> ScrapeManager::Impl::DiscoverySources() const {
   std::shared_ptr<Discovery> d = discovery();
   return d == nullptr ? std::vector<Discovery::SourceStatus>() : d->Sources();
@@ -804,6 +826,7 @@ std::shared_ptr<const std::vector<std::string>> ScrapeManager::Instances() const
 std::vector<Discovery::SourceStatus> ScrapeManager::DiscoverySources() const {
   return impl_->DiscoverySources();
 }
+std::vector<MetricMetadata> ScrapeManager::Metadata() const { return impl_->Metadata(); }
 ScrapeManager::Stats ScrapeManager::stats() const { return impl_->stats(); }
 
 }  // namespace gpucanary::scrape

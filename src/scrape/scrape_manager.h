@@ -46,6 +46,7 @@
 #include "core/status.h"
 #include "scrape/config.h"
 #include "scrape/discovery.h"
+#include "scrape/ingester.h"
 #include "scrape/target.h"
 #include "store/appender.h"
 
@@ -160,6 +161,10 @@ class ScrapeManager {
   // that asks per request (remote_write's guard) copies nothing.
   std::shared_ptr<const std::vector<std::string>> Instances() const;
   std::vector<Discovery::SourceStatus> DiscoverySources() const;
+  // The TYPE, HELP and UNIT of every metric family the targets' last
+  // successful scrapes described, one entry per distinct (family, type, help,
+  // unit), sorted (remote_write out sends them).
+  std::vector<MetricMetadata> Metadata() const;
   Stats stats() const;
 
  private:

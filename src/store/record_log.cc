@@ -79,14 +79,23 @@ namespace {
 // Whether a whole, good record starts at `pos` (its length within bounds and
 // `max_len`, its CRC right).
 bool GoodRecordAt(std::string_view data, std::size_t pos, std::size_t max_len) {
-  if (data.size() - pos < kRecordOverhead) return false;
-  const std::uint32_t len = GetU32(data.data() + pos);
-  if (len > max_len || data.size() - pos - kRecordOverhead < len) return false;
-  const auto type = static_cast<std::uint8_t>(data[pos + 4]);
-  return GetU32(data.data() + pos + 5 + len) == Crc(type, data.substr(pos + 5, len));
+  RecordView record;
+  return CheckRecordAt(data, pos, &record).empty() && record.payload.size() <= max_len;
 }
 
 }  // namespace
+
+std::string_view CheckRecordAt(std::string_view data, std::size_t pos, RecordView* out) {
+  if (pos > data.size() || data.size() - pos < kRecordOverhead) return "truncated record header";
+  const std::uint32_t len = GetU32(data.data() + pos);
+  if (len > kMaxRecordBytes) return "bad record length";
+  if (data.size() - pos - kRecordOverhead < len) return "truncated record";
+  const auto type = static_cast<std::uint8_t>(data[pos + 4]);
+  const std::string_view payload = data.substr(pos + 5, len);
+  if (GetU32(data.data() + pos + 5 + len) != Crc(type, payload)) return "bad crc";
+  if (out != nullptr) *out = {type, payload};
+  return {};
+}
 
 Result<LogScan> ReadLog(
     FileSystem& files, const std::filesystem::path& path, std::string_view header,
@@ -113,19 +122,9 @@ Result<LogScan> ScanRecords(
   std::size_t pos = header.size();
   scan.good_bytes = pos;
   while (pos < data.size()) {
-    std::string error;
-    std::uint32_t len = 0;
-    if (data.size() - pos < kRecordOverhead) {
-      error = "truncated record header";
-    } else {
-      len = GetU32(data.data() + pos);
-      if (len > kMaxRecordBytes || data.size() - pos - kRecordOverhead < len) {
-        error = len > kMaxRecordBytes ? "bad record length" : "truncated record";
-      } else if (GetU32(data.data() + pos + 5 + len) !=
-                 Crc(static_cast<std::uint8_t>(data[pos + 4]), data.substr(pos + 5, len))) {
-        error = "bad crc";
-      }
-    }
+    RecordView record;
+    const std::string_view error = CheckRecordAt(data, pos, &record);
+    const std::uint32_t len = data.size() - pos < kRecordOverhead ? 0 : GetU32(data.data() + pos);
     if (!error.empty()) {
       // Where the next good record is, if anywhere: after this one when its
       // length can be trusted, else the first position a record checks out.
@@ -145,7 +144,7 @@ Result<LogScan> ScanRecords(
         }
       }
       if (next == data.size()) {
-        scan.tail_error = error;
+        scan.tail_error = std::string(error);
         break;
       }
       if (scan.skipped_records == 0) scan.first_skipped_offset = pos;
@@ -154,10 +153,8 @@ Result<LogScan> ScanRecords(
       pos = next;
       continue;
     }
-    const auto type = static_cast<std::uint8_t>(data[pos + 4]);
-    const std::string_view payload = data.substr(pos + 5, len);
-    if (Status s = fn(type, payload, pos + 5); !s.ok()) return Error(s);
-    pos += kRecordOverhead + len;
+    if (Status s = fn(record.type, record.payload, pos + 5); !s.ok()) return Error(s);
+    pos += kRecordOverhead + record.payload.size();
     scan.good_bytes = pos;
   }
   return scan;

@@ -61,6 +61,18 @@ class LogFile {
   std::filesystem::path path_;
 };
 
+// One framed record, as found in a buffer.
+struct RecordView {
+  std::uint8_t type = 0;
+  std::string_view payload;
+};
+
+// Checks the record starting at `pos` of `data`: returns "" and sets *out
+// (when not null) when it is whole and its CRC holds, else why not:
+// "truncated record header" or "truncated record" (the data end inside it:
+// a writer may not be done), "bad record length", "bad crc".
+std::string_view CheckRecordAt(std::string_view data, std::size_t pos, RecordView* out);
+
 struct LogScan {
   std::uint64_t good_bytes = 0;  // the end of the last good record
   std::uint64_t file_bytes = 0;

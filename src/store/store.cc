@@ -34,7 +34,9 @@ Store::Impl::Impl(fs::path dir, StoreOptions options)
       options_(std::move(options)),
       files_(PosixFileSystem()),
       active_(files_, dir_ / "chunks", options_.segment_bytes),
-      wal_(files_, dir_ / "wal") {}
+      wal_(files_, dir_ / "wal") {
+  wal_.SetReaders(options_.wal_keep_from, options_.wal_keep_max_bytes, options_.log);
+}
 
 Store::Impl::~Impl() {
   {

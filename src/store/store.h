@@ -57,6 +57,14 @@ struct StoreOptions {
   // Where recovery reports what it did (cut tails, replayed records).
   std::function<void(std::string_view)> log;
 
+  // Readers of the WAL (remote_write out, remote/sender.h): the smallest WAL
+  // segment number one of them still needs (UINT32_MAX: none). Checkpoints
+  // keep those segments, up to wal_keep_max_bytes of them (the oldest beyond
+  // are deleted and logged). Called with the store's lock held: it must
+  // return at once and must not call the store. Empty: nothing kept.
+  std::function<std::uint32_t()> wal_keep_from;
+  std::uint64_t wal_keep_max_bytes = std::uint64_t{1} << 30;
+
   // Called after each checkpoint is installed (the daemon backs its
   // metadata up then), with the store's lock held: it must return at once
   // and must not call the store (wake a thread that does the work).

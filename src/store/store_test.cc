@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "model/labels.h"
 #include "store/file_size_limit.h"
 #include "store/segment.h"
+#include "store/wal.h"
 
 namespace gpucanary::store {
 namespace {
@@ -237,6 +239,47 @@ TEST_F(StoreTest, RecoveryOutOfRefOrderIndexesEverySeriesAndBuildsTheIndexOnce) 
     }
     EXPECT_EQ(store->stats().head_series, static_cast<std::size_t>(kSeries));
   }
+}
+
+TEST_F(StoreTest, CheckpointsKeepTheWalSegmentsAReaderNeedsUpToTheirByteLimit) {
+  std::atomic<std::uint32_t> keep{UINT32_MAX};
+  StoreOptions o = CheckpointingOptions();
+  o.wal_keep_from = [&keep] { return keep.load(); };
+  o.wal_keep_max_bytes = 1 << 20;
+  auto segments = [this] { return NumberedFiles(dir_ / "wal", ""); };
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  Fill(*store, 16, 0, 100);
+  ASSERT_FALSE(segments().empty());
+  // A reader needs the oldest segment there is: no later checkpoint deletes it.
+  const std::uint32_t first = segments().front();
+  keep = first;
+  Fill(*store, 16, 100, 500);
+  std::vector<std::uint32_t> now = segments();
+  ASSERT_GT(now.size(), 10U);
+  EXPECT_EQ(now.front(), first);
+  for (std::size_t i = 1; i < now.size(); ++i) EXPECT_EQ(now[i], now[i - 1] + 1);
+  // The reader moves on: the next checkpoint deletes what it no longer needs.
+  const std::uint32_t later = now[now.size() / 2];
+  keep = later;
+  ASSERT_TRUE(store->Checkpoint().ok());
+  EXPECT_EQ(segments().front(), later);
+  // Past the byte limit the oldest kept segments go, and the log says so.
+  keep = later;
+  store.reset();
+  o.wal_keep_max_bytes = 4 << 10;  // half a segment
+  store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  Fill(*store, 16, 600, 50);
+  ASSERT_TRUE(store->Checkpoint().ok());
+  EXPECT_GT(segments().front(), later);
+  EXPECT_TRUE(std::any_of(log_.begin(), log_.end(), [](const std::string& l) {
+    return l.find("deleted before a remote_write reader had read it") != std::string::npos;
+  }));
+  // Nothing committed was lost to the store itself.
+  store.reset();
+  store = OpenStore(Options());
+  ExpectFilled(*store, 16, 0, 650);
 }
 
 TEST_F(StoreTest, KillNineLosesNothingCommitted) {

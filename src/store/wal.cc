@@ -89,8 +89,32 @@ Status Wal::InstallCheckpoint(std::uint32_t covers, std::string_view bytes) {
     if (n < covers) previous = std::max(previous, n);
   }
   std::error_code ec;
+  // Segments a reader of the WAL still needs (remote_write out) stay while
+  // they fit in keep_max_bytes_; past that the oldest go, logged.
+  const std::uint32_t keep = keep_from_ ? keep_from_() : UINT32_MAX;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> kept;  // number, bytes
+  std::uint64_t kept_bytes = 0;
   for (std::uint32_t n : Segments()) {
-    if (n <= previous) fs::remove(SegmentPath(n), ec);
+    if (n > previous) continue;
+    if (n < keep) {
+      fs::remove(SegmentPath(n), ec);
+      continue;
+    }
+    const std::uintmax_t size = fs::file_size(SegmentPath(n), ec);
+    const std::uint64_t segment_bytes = ec ? 0 : static_cast<std::uint64_t>(size);
+    kept.emplace_back(n, segment_bytes);
+    kept_bytes += segment_bytes;
+  }
+  for (const auto& [n, segment_bytes] : kept) {
+    if (kept_bytes <= keep_max_bytes_) break;
+    fs::remove(SegmentPath(n), ec);
+    kept_bytes -= segment_bytes;
+    if (log_) {
+      log_("store: WAL segment " + SegmentFileName(n) +
+           " deleted before a remote_write reader had read it: the segments kept for readers "
+           "exceeded " +
+           std::to_string(keep_max_bytes_) + " bytes");
+    }
   }
   for (std::uint32_t n : Checkpoints()) {
     if (n < previous) fs::remove(CheckpointPath(n), ec);

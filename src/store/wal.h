@@ -65,6 +65,18 @@ class Wal {
   // replaces. Errors: kIoError.
   Status InstallCheckpoint(std::uint32_t covers, std::string_view bytes);
 
+  // Readers of the WAL (remote_write out): InstallCheckpoint keeps the
+  // segments numbered keep_from() or later that it would delete, while they
+  // take at most max_bytes; past that the oldest go and `log` says so.
+  // keep_from is called with the store's lock held and must return at once;
+  // UINT32_MAX (or no function) keeps nothing.
+  void SetReaders(std::function<std::uint32_t()> keep_from, std::uint64_t max_bytes,
+                  std::function<void(std::string_view)> log) {
+    keep_from_ = std::move(keep_from);
+    keep_max_bytes_ = max_bytes;
+    log_ = std::move(log);
+  }
+
   // fdatasync of the active segment (nothing when none is open).
   Status Sync() { return file_.Sync(); }
   std::unique_ptr<SyncHandle> NewSyncHandle() const { return file_.NewSyncHandle(); }
@@ -81,6 +93,9 @@ class Wal {
   LogFile file_;
   std::uint32_t id_ = 0;
   std::uint64_t since_checkpoint_ = 0;
+  std::function<std::uint32_t()> keep_from_;
+  std::uint64_t keep_max_bytes_ = 0;
+  std::function<void(std::string_view)> log_;
 };
 
 }  // namespace gpucanary::store
