@@ -343,6 +343,8 @@ void Daemon::Impl::Stop() {
   if (canaries_) canaries_->Stop();  // finishes running actions
   if (scraper_) scraper_->Stop();
   if (nvml_) nvml_->Stop();
+  // Together: each may wait for a request in flight (up to its remote_timeout).
+  for (auto& sender : senders_) sender->RequestStop();
   for (auto& sender : senders_) sender->Stop();  // positions saved; kept until the store is closed
   http_.reset();
   nvml_.reset();

@@ -200,8 +200,8 @@ class Sender::Impl : public WalWatcher::Handler {
     return Status::Ok();
   }
 
-  void Stop() {
-    if (stopping_.exchange(true)) return;
+  void RequestStop() {
+    stopping_ = true;
     {
       MutexLock lock(wake_mu_);
       wake_cv_.NotifyAll();
@@ -210,6 +210,11 @@ class Sender::Impl : public WalWatcher::Handler {
       MutexLock lock(s->mu);
       s->cv.NotifyAll();
     }
+  }
+
+  void Stop() {
+    RequestStop();
+    if (stopped_.exchange(true)) return;
     if (reader_.joinable()) reader_.join();
     for (auto& s : shards_) {
       if (s->thread.joinable()) s->thread.join();
@@ -704,6 +709,7 @@ class Sender::Impl : public WalWatcher::Handler {
 
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopped_{false};  // Stop has joined (or is joining) the threads
   bool started_ = false;
   std::thread reader_;
   std::thread metadata_thread_;
@@ -741,6 +747,7 @@ Sender::~Sender() { Stop(); }
 std::uint32_t Sender::KeepFrom() const { return impl_->KeepFrom(); }
 Status Sender::Start() { return impl_->Start(); }
 void Sender::Stop() { impl_->Stop(); }
+void Sender::RequestStop() { impl_->RequestStop(); }
 SenderStats Sender::stats() const { return impl_->stats(); }
 const SenderConfig& Sender::config() const { return impl_->config(); }
 

@@ -115,8 +115,11 @@ class Sender {
   // Starts reading and sending. Call once, after the store is open.
   Status Start();
   // Stops the threads: a request in flight is abandoned (its batch is sent
-  // again after the next Start). Idempotent.
+  // again after the next Start), after at most remote_timeout. Idempotent.
   void Stop();
+  // Tells the threads to stop and returns at once; Stop then waits. Lets an
+  // owner of several senders wait for them together.
+  void RequestStop();
 
   SenderStats stats() const;
   const SenderConfig& config() const;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "scrape/relabel_config.h"
 
@@ -74,6 +77,51 @@ TEST(TargetTest, MakeTargetsDeduplicatesAndSkipsBadOnes) {
   EXPECT_EQ(ts[1].url, "http://h:2/metrics");
   ASSERT_EQ(errors.size(), 1U);
   EXPECT_NE(errors[0].message().find("'bad/'"), std::string::npos);
+}
+
+// Shards (docs/scale-out.md §2): N instances with the same targets and the
+// documented hashmod rules, hashing a label a node's exporters share, split
+// a 64-node fleet exactly once, each node's dcgm-exporter and vLLM together.
+TEST(TargetTest, HashmodShardsSplitAFleetOnceWithEachNodesTargetsTogether) {
+  std::vector<TargetGroup> groups;
+  for (int n = 1; n <= 64; ++n) {
+    TargetGroup g;
+    const std::string ip = "10.0." + std::to_string(n / 250) + "." + std::to_string(n % 250);
+    g.targets = {ip + ":9400", ip + ":8000"};
+    g.labels = {{"node", "node-" + std::to_string(n)}};
+    g.source = "targets.json";
+    groups.push_back(g);
+  }
+  constexpr int kShards = 3;
+  std::map<std::string, int> shard_of;               // target -> shard
+  std::map<std::string, std::set<int>> node_shards;  // node -> shards its targets are in
+  std::vector<std::size_t> sizes;
+  for (int k = 0; k < kShards; ++k) {
+    JobConfig job = Job("fleet");
+    auto rules = ParseRelabelConfigs(
+        "- {source_labels: [node], modulus: 3, target_label: __tmp_shard, action: hashmod}\n"
+        "- {source_labels: [__tmp_shard], regex: '" +
+            std::to_string(k) + "', action: keep}\n",
+        "shard.yaml");
+    ASSERT_TRUE(rules.has_value()) << rules.error().ToString();
+    job.relabel_configs = *rules;
+    std::vector<Status> errors;
+    const std::vector<Target> targets = MakeTargets(job, groups, &errors);
+    EXPECT_TRUE(errors.empty());
+    sizes.push_back(targets.size());
+    for (const Target& t : targets) {
+      EXPECT_TRUE(shard_of.emplace(t.url, k).second) << t.url << " in two shards";
+      node_shards[std::string(model::LabelValue(t.labels, "node"))].insert(k);
+      EXPECT_EQ(model::LabelValue(t.labels, "__tmp_shard"), "");  // __tmp_ labels go
+    }
+  }
+  EXPECT_EQ(shard_of.size(), 128U);  // every target, once
+  EXPECT_EQ(node_shards.size(), 64U);
+  for (const auto& [node, shards] : node_shards) EXPECT_EQ(shards.size(), 1U) << node;
+  // Prometheus's hashmod: MD5 of "node-N", its last 8 bytes big-endian,
+  // modulo 3. Python's hashlib puts 18, 26 and 20 of the nodes in shards 0,
+  // 1 and 2 (int.from_bytes(md5(b"node-N").digest()[8:], "big") % 3).
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{36, 52, 40}));
 }
 
 TEST(TargetTest, KeyChangesWithLabels) {
