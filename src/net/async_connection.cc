@@ -71,6 +71,7 @@ class AsioConnection final : public AsyncConnection,
     GC_CHECK(!done_, "AsyncConnection::Fetch while a fetch is in flight");
     done_ = std::move(done);
     ++seq_;
+    stream_status_ = 0;
     start_ = SteadyClock::now();
     timeout_ = timeout;
     timed_out_ = false;
@@ -238,6 +239,7 @@ class AsioConnection final : public AsyncConnection,
     parser_.emplace();
     parser_->body_limit(sent_->body_limit);
     parser_->skip(verb_ == http::verb::head);  // RFC 9110 §9.3.2: no body follows
+    if (sent_->on_body) return ReadStreamHead();
     OnStream([&](auto& stream) {
       http::async_read(stream, buffer_, *parser_,
                        [self = shared_from_this()](ErrorCode e, std::size_t) {
@@ -245,6 +247,50 @@ class AsioConnection final : public AsyncConnection,
                          self->OnResponse();
                        });
     });
+  }
+
+  // Streaming (ClientRequest::on_body): the head, then the body as it
+  // comes. The limit checked a declared Content-Length with the head; a
+  // chunked or close-delimited stream has none.
+  void ReadStreamHead() {
+    OnStream([&](auto& stream) {
+      http::async_read_header(
+          stream, buffer_, *parser_, [self = shared_from_this()](ErrorCode e, std::size_t) {
+            if (e) return self->OnIoError(e, self->parser_->got_some());
+            self->parser_->body_limit(boost::none);
+            self->stream_status_ = static_cast<int>(self->parser_->get().result_int());
+            if (self->DeliverBody(/*head=*/true)) self->ReadStreamBody();
+          });
+    });
+  }
+
+  void ReadStreamBody() {
+    if (parser_->is_done()) return OnResponse();
+    OnStream([&](auto& stream) {
+      http::async_read_some(stream, buffer_, *parser_,
+                            [self = shared_from_this()](ErrorCode e, std::size_t) {
+                              if (e) return self->OnIoError(e, true);
+                              if (self->DeliverBody(/*head=*/false)) self->ReadStreamBody();
+                            });
+    });
+  }
+
+  // Hands the body parsed so far to on_body and forgets it. False when the
+  // fetch ended here (the caller stopped it, or Close() ran inside).
+  bool DeliverBody(bool head) {
+    std::string& body = parser_->get().body();
+    if (!head && body.empty()) return true;  // a read that brought framing only
+    const bool go_on = sent_->on_body(stream_status_, body);
+    body.clear();
+    if (!go_on) {
+      Fail(Status(StatusCode::kUnavailable, what_ + "stopped by the caller"), false);
+      return false;
+    }
+    if (!socket_.is_open()) {  // Close() ran inside: no read is pending to report it
+      Fail(asio::error::operation_aborted);
+      return false;
+    }
+    return true;
   }
 
   void OnIoError(ErrorCode e, bool got_some) {
@@ -274,7 +320,7 @@ class AsioConnection final : public AsyncConnection,
                                std::string(View(field.value())));
       }
     }
-    r.body = std::move(res.body());
+    r.body = std::move(res.body());  // empty when streamed
     if (!res.keep_alive()) CancelIo();
     Finish(std::move(r));
   }
@@ -318,6 +364,7 @@ class AsioConnection final : public AsyncConnection,
     FetchResult r;
     r.error = std::move(error);
     r.timed_out = timed_out;
+    r.status = stream_status_;  // a stream's head may have come
     Finish(std::move(r));
   }
 
@@ -350,6 +397,7 @@ class AsioConnection final : public AsyncConnection,
   SteadyClock::time_point start_;
   std::chrono::milliseconds timeout_{0};
   Phase phase_ = Phase::kConnect;
+  int stream_status_ = 0;  // a streamed response's status, once its head came
   bool timed_out_ = false;
   bool reused_ = false;
   bool retried_ = false;

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,8 +50,23 @@ struct ClientRequest {
   // Names the request in error messages: "<method> <url>: ...".
   std::string url;
   // The longest response body taken, as received (before any gzip is
-  // undone); a longer one fails the fetch with kOutOfRange.
+  // undone); a longer one fails the fetch with kOutOfRange. With on_body,
+  // only a declared Content-Length is held to it.
   std::size_t body_limit = std::size_t{64} << 20;
+  // Streaming (a Kubernetes watch, which never ends on its own): when set,
+  // the body is not collected into FetchResult::body but handed here piece
+  // by piece as it arrives, the transfer coding (chunked) undone and any
+  // content coding (gzip) not. It is called first with an empty piece as
+  // soon as the head has arrived, then once per piece that brought body
+  // bytes, in order, on the io thread; `status` is the response's status
+  // code. Returning false stops the fetch: the socket is closed and `done`
+  // runs with kUnavailable "<method> <url>: stopped by the caller". A
+  // stream that ends (the last chunk, Content-Length reached, or the close
+  // that ends a body without either) ends the fetch as a whole response
+  // does; the deadline still covers the whole exchange. It must not call
+  // the connection's Fetch; it may call Close (the fetch then fails as
+  // cancelled).
+  std::function<bool(int status, std::string_view piece)> on_body;
 };
 
 // What one Fetch got: a whole response (any HTTP status), or why there is
@@ -58,13 +74,13 @@ struct ClientRequest {
 struct FetchResult {
   Status error;  // ok when a whole response arrived
   bool timed_out = false;
-  int status = 0;
+  int status = 0;  // also when a streamed fetch (on_body) failed after its head
   std::string content_type;
   bool gzip = false;  // Content-Encoding names gzip (the body is still encoded)
   // Every header received, names lower-cased, in wire order; filled only with
   // Options::keep_headers.
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;  // as received
+  std::string body;  // as received; empty with ClientRequest::on_body
   double duration_s = 0;
 };
 

@@ -15,6 +15,7 @@
 #include "config/yaml_fields.h"
 #include "model/names.h"
 #include "net/url.h"
+#include "scrape/kubernetes_sd_config.h"
 #include "scrape/relabel_config.h"
 
 namespace gpucanary::scrape {
@@ -47,6 +48,7 @@ constexpr std::string_view kJobKeys[] = {"job_name",
                                          "static_configs",
                                          "file_sd_configs",
                                          "prometheus_sd_configs",
+                                         "kubernetes_sd_configs",
                                          "params",
                                          "relabel_configs",
                                          "metric_relabel_configs",
@@ -252,6 +254,15 @@ class Parser {
       GC_RETURN_IF_ERROR(ParseList(
           *s, Child(field, "prometheus_sd_configs"),
           [&](const auto& item, const auto& at) { return ParsePrometheusSd(item, at, job); }));
+    }
+    if (const YAML::Node* s = f->Find("kubernetes_sd_configs")) {
+      GC_RETURN_IF_ERROR(ParseList(
+          *s, Child(field, "kubernetes_sd_configs"), [&](const auto& item, const auto& at) {
+            Result<KubernetesSdConfig> k = ReadKubernetesSdConfig(r_, item, at, base_dir_);
+            if (!k) return k.error();
+            job->kubernetes_sd_configs.push_back(std::move(*k));
+            return Status::Ok();
+          }));
     }
     return Status::Ok();
   }

@@ -20,6 +20,7 @@
 //       static_configs: [{targets: ['10.0.0.1:9400'], labels: {site: a}}]
 //       file_sd_configs: [{files: ['targets/*.json'], refresh_interval: 5m}]
 //       prometheus_sd_configs: [{url: 'http://prom:9090', job: dcgm, refresh_interval: 30s}]
+//       kubernetes_sd_configs: [{role: pod, namespaces: {names: [gpu]}}]  # kubernetes_sd_config.h
 //       params: {format: [prometheus]}   # the scrape URL's query
 //       relabel_configs: [...]           # on targets (scrape/target.h MakeTarget)
 //       metric_relabel_configs: [...]    # on scraped samples (scrape/ingester.h)
@@ -44,6 +45,7 @@
 #include "core/status.h"
 #include "model/relabel.h"
 #include "net/tls_options.h"
+#include "scrape/kubernetes_sd_config.h"
 
 namespace YAML {
 class Node;
@@ -130,6 +132,7 @@ struct JobConfig {
   std::vector<StaticConfig> static_configs;
   std::vector<FileSdConfig> file_sd_configs;
   std::vector<PrometheusSdConfig> prometheus_sd_configs;
+  std::vector<KubernetesSdConfig> kubernetes_sd_configs;
   // The scrape URL's query parameters (Prometheus's `params`); each becomes
   // a __param_<name> target label (its first value) before relabeling.
   std::map<std::string, std::vector<std::string>> params;

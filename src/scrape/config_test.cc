@@ -267,9 +267,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "s.yaml:3:5: scrape_configs[0].basic_auth: unknown field (expected one of "
                 "job_name, scrape_interval, scrape_timeout, metrics_path, honor_labels, "
                 "honor_timestamps, scheme, tls_config, static_configs, file_sd_configs, "
-                "prometheus_sd_configs, params, relabel_configs, metric_relabel_configs, "
-                "sample_limit, label_limit, label_name_length_limit, label_value_length_limit, "
-                "body_size_limit)"},
+                "prometheus_sd_configs, kubernetes_sd_configs, params, relabel_configs, "
+                "metric_relabel_configs, sample_limit, label_limit, label_name_length_limit, "
+                "label_value_length_limit, body_size_limit)"},
         BadCase{"global:\n  sample_limit: -1\n",
                 "s.yaml:2:17: global.sample_limit: must be in 0..2147483647"},
         BadCase{"scrape_configs:\n  - job_name: a\n    label_limit: many\n",

@@ -26,10 +26,18 @@ struct Discovery::Job {
     std::int64_t last_ms = 0;
   };
 
+  struct Kubernetes {
+    std::unique_ptr<KubernetesSd> sd;
+    std::vector<TargetGroup> groups;  // as of `generation`
+    std::uint64_t generation = 0;
+    std::uint64_t failures_reported = 0;  // state().failures already handed to on_error
+  };
+
   JobConfig config;
   std::vector<TargetGroup> static_groups;
   std::vector<File> files;
   std::vector<Prometheus> prometheus;
+  std::vector<Kubernetes> kubernetes;
 };
 
 namespace {
@@ -97,6 +105,18 @@ Discovery::Discovery(const ScrapeConfig& config, Clock& clock, Update on_update,
     for (const PrometheusSdConfig& p : jc.prometheus_sd_configs) {
       job->prometheus.push_back({p, {}, {}, 0, 0});
     }
+    for (std::size_t i = 0; i < jc.kubernetes_sd_configs.size(); ++i) {
+      KubernetesSd::Options k = options_.kubernetes;
+      k.on_change = [this] { OnKubernetesChange(); };
+      job->kubernetes.push_back(
+          {std::make_unique<KubernetesSd>(
+               jc.kubernetes_sd_configs[i],
+               jc.job_name + " kubernetes_sd_configs[" + std::to_string(i) + "]", clock_,
+               std::move(k)),
+           {},
+           0,
+           0});
+    }
     jobs_.push_back(std::move(job));
   }
 }
@@ -105,6 +125,11 @@ Discovery::~Discovery() { Stop(); }
 
 std::vector<Status> Discovery::Refresh(bool force) {
   MutexLock refresh_lock(refresh_mu_);
+  bool stopping = false;
+  {
+    MutexLock lock(mu_);
+    stopping = stop_;
+  }
   const bool first = !refreshed_once_;
   refreshed_once_ = true;
   std::vector<Status> all_errors;
@@ -155,6 +180,28 @@ std::vector<Status> Discovery::Refresh(bool force) {
                         JoinErrors(errors)});
       if (due) all_errors.insert(all_errors.end(), errors.begin(), errors.end());
     }
+    for (Job::Kubernetes& k : job->kubernetes) {
+      if (!stopping) {
+        k.sd->Start();  // once; it then watches on its own thread
+        if (force) {
+          (void)k.sd->WaitFirstSync(std::chrono::milliseconds(options_.kubernetes_sync_timeout_ms));
+        }
+      }
+      KubernetesSd::State s = k.sd->state();
+      if (s.generation != k.generation) {
+        changed = true;
+        k.groups = std::move(s.groups);
+        k.generation = s.generation;
+      }
+      status.push_back({jc.job_name, "kubernetes", k.sd->Describe(), s.last_update_ms,
+                        CountTargets(k.groups), s.error});
+      // Each new failure once to on_error; every current one to RefreshNow.
+      const bool new_failure = s.failures != k.failures_reported;
+      k.failures_reported = s.failures;
+      if (!s.error.empty() && (force || new_failure)) {
+        all_errors.emplace_back(StatusCode::kUnavailable, s.error);
+      }
+    }
     if (!changed) continue;
     std::vector<TargetGroup> groups = job->static_groups;
     for (const Job::File& f : job->files) {
@@ -163,6 +210,9 @@ std::vector<Status> Discovery::Refresh(bool force) {
     }
     for (const Job::Prometheus& p : job->prometheus) {
       groups.insert(groups.end(), p.groups.begin(), p.groups.end());
+    }
+    for (const Job::Kubernetes& k : job->kubernetes) {
+      groups.insert(groups.end(), k.groups.begin(), k.groups.end());
     }
     std::vector<Status> target_errors;
     std::vector<Target> targets = MakeTargets(jc, groups, &target_errors);
@@ -206,20 +256,33 @@ void Discovery::Stop() {
   }
   wake_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
+  MutexLock refresh_lock(refresh_mu_);
+  for (const std::unique_ptr<Job>& job : jobs_) {
+    for (Job::Kubernetes& k : job->kubernetes) k.sd->Stop();
+  }
+}
+
+void Discovery::OnKubernetesChange() {
+  {
+    MutexLock lock(mu_);
+    kubernetes_changed_ = true;
+  }
+  wake_cv_.NotifyAll();
 }
 
 void Discovery::Loop() {
   MutexLock lock(mu_);
   while (!stop_) {
     const std::int64_t now = clock_.NowMs();
-    if (now < next_due_ms_) {
+    if (now < next_due_ms_ && !kubernetes_changed_) {
       // Short real-time slices rather than one long wait: Stop() is prompt
       // and a ManualClock's moves are noticed within poll_ms.
       const std::int64_t wait = std::min<std::int64_t>(next_due_ms_ - now, options_.poll_ms);
       wake_cv_.WaitFor(mu_, std::chrono::milliseconds(wait),
-                       [this]() REQUIRES(mu_) { return stop_; });
+                       [this]() REQUIRES(mu_) { return stop_ || kubernetes_changed_; });
       continue;
     }
+    kubernetes_changed_ = false;
     lock.Unlock();
     const std::vector<Status> errors = Refresh(/*force=*/false);
     if (options_.on_error) {
