@@ -288,7 +288,9 @@ class Sender::Impl : public WalWatcher::Handler {
     if (s.queue.empty()) s.first_queued = Clock::now();
     s.queue.push_back({entry, t, bits, pos});
     ++pending_;
-    if (s.queue.size() >= config_.queue.max_samples_per_send) s.cv.NotifyAll();
+    // A full batch wakes the shard once; while it sends, it looks again
+    // after each request.
+    if (s.queue.size() == config_.queue.max_samples_per_send) s.cv.NotifyAll();
     return true;
   }
 

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -377,6 +379,63 @@ TEST_F(SenderTest, AfterARestartItGoesOnWhereTheReceiverStoppedWithoutSendingAny
   ExpectReceived(16, 0, 300);
   EXPECT_EQ(Received(), 4800U);
   EXPECT_TRUE(Logged("resuming at"));
+}
+
+// A position file that cannot be trusted never silently skips data: an
+// unreadable one starts at the oldest WAL segment (samples may go twice, and
+// the log says so); one written for another receiver starts at the end; a
+// changed shard count starts at the smallest position.
+TEST_F(SenderTest, APositionFileThatCannotBeTrustedIsLoggedAndNeverSkipsData) {
+  StartSender(Config());
+  Write(16, 0, 50);
+  ASSERT_TRUE(WaitFor([&] { return receiver_.SamplesStored() == 800U; }));
+  ASSERT_TRUE(WaitFor([&] { return sender_->stats().samples_pending == 0; }));
+  sender_.reset();
+  const fs::path position = dir_ / "data" / "remote_write" / "test" / "position";
+  ASSERT_TRUE(fs::exists(position));
+
+  // Damaged: everything still in the WAL is sent again.
+  std::ofstream(position) << "gpucanary remote_write position 1\nurl " << receiver_.url()
+                          << "\nshards 3\n0 1 x\n";
+  StartSender(Config());
+  // The 800 reach the receiver again (at least once, and the log says so);
+  // it refuses them as out of order, as Prometheus would.
+  ASSERT_TRUE(WaitFor([&] {
+    const SenderStats st = sender_->stats();
+    return st.samples_sent + st.samples_failed == 800U;
+  }));
+  EXPECT_TRUE(Logged("cannot be read: starting at the oldest WAL segment"));
+  EXPECT_EQ(Received(), 1600U);
+  sender_.reset();
+
+  // Another shard count: from the smallest position, nothing skipped.
+  Write(16, 50, 10);
+  SenderConfig four = Config();
+  four.queue.shards = 4;
+  StartSender(four);
+  ASSERT_TRUE(WaitFor([&] { return receiver_.SamplesStored() == 960U; }));
+  EXPECT_TRUE(Logged("shards changed from 3 to 4"));
+  sender_.reset();
+
+  // Another receiver's file: a new receiver is not sent the past.
+  std::string text;
+  {
+    std::ifstream in(position);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t at = text.find(receiver_.url());
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, receiver_.url().size(), "http://elsewhere:9090/api/v1/write");
+  std::ofstream(position) << text;
+  Write(16, 60, 10);
+  const std::size_t before = Received();
+  StartSender(Config());
+  EXPECT_TRUE(
+      Logged("was written for http://elsewhere:9090/api/v1/write: starting at the WAL's end"));
+  Write(16, 70, 10);
+  ASSERT_TRUE(WaitFor([&] { return receiver_.SamplesStored() == 960U + 160U; }))
+      << receiver_.SamplesStored();
+  EXPECT_EQ(Received(), before + 160U);  // seconds 70-79 only
 }
 
 TEST_F(SenderTest, TheBatchInFlightAtAStopIsSentAgainAloneAndNothingNewIsMixedIn) {

@@ -28,6 +28,7 @@
 // Thread-compatible: one thread at a time (the scrape of one target).
 
 #include <array>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -128,9 +129,9 @@ class Ingester {
   // synthetic ones included. Later calls start afresh.
   void EndOfRun(std::int64_t t_ms);
 
-  // The metadata of the families the last successful scrape described, by
-  // family name; a snapshot replaced only when it changes. Thread-safe (the
-  // other calls are not).
+  // The metadata of the families a successful scrape described, by family
+  // name: read from one scrape a minute, a snapshot replaced only when it
+  // changes. Thread-safe (the other calls are not).
   std::shared_ptr<const std::vector<MetricMetadata>> metadata() const;
 
   // Series in the scrape cache (tests, stats).
@@ -195,6 +196,10 @@ class Ingester {
   };
   StringMap<FamilySeen> families_;
   bool families_changed_ = false;
+  // Metadata is read from one successful scrape every kMetadataEveryMs.
+  static constexpr std::int64_t kMetadataEveryMs = 60'000;
+  static constexpr std::int64_t kNoMetadataYet = INT64_MIN;
+  std::int64_t metadata_at_ms_ = kNoMetadataYet;
   mutable Mutex metadata_mu_;
   std::shared_ptr<const std::vector<MetricMetadata>> metadata_ GUARDED_BY(metadata_mu_);
   std::size_t batch_size_ = 0;  // samples appended since the last Commit

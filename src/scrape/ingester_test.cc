@@ -81,18 +81,20 @@ TEST_F(IngesterTest, KeepsTheMetadataOfTheFamiliesTheLastScrapeDescribed) {
   EXPECT_TRUE(std::is_sorted(
       first->begin(), first->end(),
       [](const MetricMetadata& a, const MetricMetadata& b) { return a.family < b.family; }));
-  // Unchanged: the same snapshot, nothing rebuilt.
-  ASSERT_TRUE(in.Ingest(body, expfmt::Format::kPrometheusText, kT0 + 1000, 0).up);
+  // Unchanged a minute later: the same snapshot, nothing rebuilt.
+  ASSERT_TRUE(in.Ingest(body, expfmt::Format::kPrometheusText, kT0 + 60'000, 0).up);
   EXPECT_EQ(in.metadata(), first);
-  // A family no longer described goes; a changed HELP is seen.
-  ASSERT_TRUE(in.Ingest("# HELP m new help\n# TYPE m counter\nm_total 1\n",
-                        expfmt::Format::kPrometheusText, kT0 + 2000, 0)
-                  .up);
+  // Within the minute nothing is read: one scrape a minute is.
+  const std::string changed = "# HELP m new help\n# TYPE m counter\nm_total 1\n";
+  ASSERT_TRUE(in.Ingest(changed, expfmt::Format::kPrometheusText, kT0 + 61'000, 0).up);
+  EXPECT_EQ(in.metadata(), first);
+  // A minute on, a family no longer described goes; a changed HELP is seen.
+  ASSERT_TRUE(in.Ingest(changed, expfmt::Format::kPrometheusText, kT0 + 120'000, 0).up);
   auto now = in.metadata();
   ASSERT_EQ(now->size(), 1U);
   EXPECT_EQ((*now)[0], (MetricMetadata{"m", model::MetricType::kCounter, "new help", ""}));
   // A failed scrape changes nothing.
-  EXPECT_FALSE(in.Ingest("m{ 1\n", expfmt::Format::kPrometheusText, kT0 + 3000, 0).up);
+  EXPECT_FALSE(in.Ingest("m{ 1\n", expfmt::Format::kPrometheusText, kT0 + 180'000, 0).up);
   EXPECT_EQ(in.metadata(), now);
 }
 
