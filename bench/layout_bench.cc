@@ -206,13 +206,13 @@ Status JudgeThroughStore(const std::string& base, const std::string& canary, con
   auto canary_m =
       model::Matcher::Make(model::Matcher::Type::kRegex, "Hostname", hosts(nodes / 2 + 1, nodes));
   if (!base_m || !canary_m) return Status(StatusCode::kInternal, "matcher");
-  std::vector<analysis::StoreTickSource*> sources;
+  std::vector<analysis::LiveTickSource*> sources;
   auto replay = analysis::OpenStoreReplay(st,
                                           {{"baseline", analysis::Role::kBaseline, {*base_m}},
                                            {"canary", analysis::Role::kCanary, {*canary_m}}},
                                           kStart, &sources);
   if (!replay) return replay.error();
-  for (analysis::StoreTickSource* s : sources) {
+  for (analysis::LiveTickSource* s : sources) {
     s->SetReadyThrough(kStart + 1'000'000);
     s->Close();
   }

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/live/prometheus_follow.h"
 #include "analysis/live/prometheus_history.h"
 #include "analysis/live/store_source.h"
 #include "analysis/live/test_util.h"
@@ -54,6 +55,7 @@ namespace gpucanary {
 namespace {
 
 namespace fs = std::filesystem;
+using analysis::LiveTickSource;
 using analysis::PrometheusHistory;
 using analysis::Replay;
 using analysis::Role;
@@ -132,9 +134,9 @@ using analysis::testing::Num;
 
 // Every tick of `replay` once its sources have everything through `last`.
 std::vector<std::vector<std::string>> AllTicks(Replay& replay,
-                                               const std::vector<StoreTickSource*>& sources,
+                                               const std::vector<LiveTickSource*>& sources,
                                                std::int64_t last) {
-  for (StoreTickSource* s : sources) {
+  for (LiveTickSource* s : sources) {
     s->SetReadyThrough(last);
     s->Close();
   }
@@ -149,7 +151,7 @@ std::vector<std::vector<std::string>> AllTicks(Replay& replay,
       if (!more || !*more) break;
       ticks.push_back(Describe(tick, replay));
     }
-    return std::all_of(sources.begin(), sources.end(), [](StoreTickSource* s) { return s->eof(); });
+    return std::all_of(sources.begin(), sources.end(), [](LiveTickSource* s) { return s->eof(); });
   });
   EXPECT_TRUE(ended);
   return ticks;
@@ -289,7 +291,7 @@ class PrometheusHistorySourceTest : public ::testing::Test {
   std::vector<std::vector<std::string>> Ticks(store::Store& store,
                                               std::shared_ptr<PrometheusHistory> canary,
                                               std::shared_ptr<PrometheusHistory> baseline) {
-    std::vector<StoreTickSource*> sources;
+    std::vector<LiveTickSource*> sources;
     auto replay = analysis::OpenStoreReplay(
         store,
         {{"canary", Role::kCanary, Hosts("node-[12]"), std::move(canary)},
@@ -365,6 +367,88 @@ TEST_F(PrometheusHistorySourceTest, AnEmptyStorePlusPrometheusGivesTheTicksOfThe
   EXPECT_EQ(canary->host_counts()["node-1"].shadowed, 0U);
 }
 
+// A canary across shards (docs/scale-out.md §2): the baseline arm read from
+// the engine second by second as its seconds become ready (the remote lag
+// passed), the canary arm from the store, gives the ticks of one store that
+// holds both arms.
+TEST_F(PrometheusHistorySourceTest, ABaselineArmFollowedInTheEngineGivesTheTicksOfOneStore) {
+  store::Store& full = StoreFrom({{"node-1", 0}, {"node-2", 0}, {"node-3", 0}});
+  const auto expected = WithoutFan(Ticks(full, nullptr, nullptr));
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(kSeconds));
+
+  store::Store& canary_shard = StoreFrom({{"node-1", 0}, {"node-2", 0}});
+  PrometheusHistory::Server engine{prometheus_->url(), {}};
+  engine.client.timeout_ms = 10000;
+  std::vector<LiveTickSource*> sources;
+  auto replay =
+      analysis::OpenStoreReplay(canary_shard,
+                                {{"canary", Role::kCanary, Hosts("node-[12]")},
+                                 {"baseline",
+                                  Role::kBaseline,
+                                  {},
+                                  nullptr,
+                                  engine,
+                                  analysis::HistorySelector("Hostname", {"node-3"}, kNames)}},
+                                t0_, &sources);
+  ASSERT_TRUE(replay.has_value()) << replay.error().ToString();
+  std::vector<std::vector<std::string>> got;
+  Tick tick;
+  auto drain = [&] {
+    for (;;) {
+      Result<bool> more = (*replay)->Next(tick);
+      ASSERT_TRUE(more.has_value()) << more.error().ToString();
+      if (!*more) break;
+      got.push_back(Describe(tick, **replay));
+    }
+  };
+  // Live: one more second ready at a time, as the canary loop marks them.
+  for (std::int64_t t = t0_; t < t0_ + kSeconds; ++t) {
+    for (LiveTickSource* s : sources) s->SetReadyThrough(t);
+    drain();
+  }
+  for (LiveTickSource* s : sources) s->Close();
+  drain();
+  got = WithoutFan(std::move(got));
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "tick " << i;
+  auto* remote = dynamic_cast<analysis::PrometheusTickSource*>(sources[1]);
+  ASSERT_NE(remote, nullptr);
+  EXPECT_EQ(remote->failed_queries(), 0U);
+  EXPECT_GE(remote->queries(), static_cast<std::uint64_t>(kSeconds));  // a second at a time
+  EXPECT_GT(remote->fetched_samples(), 0U);
+}
+
+// The engine down: the arm has no data for those seconds, the replay goes on
+// with the store's arm, and the failures are counted with the reason.
+TEST_F(PrometheusHistorySourceTest, AnEngineThatIsDownLeavesItsArmWithoutDataAndSaysWhy) {
+  store::Store& canary_shard = StoreFrom({{"node-1", 0}, {"node-2", 0}});
+  PrometheusHistory::Server down{"http://127.0.0.1:" + std::to_string(test::FreePort()), {}};
+  down.client.timeout_ms = 2000;
+  std::vector<LiveTickSource*> sources;
+  auto replay =
+      analysis::OpenStoreReplay(canary_shard,
+                                {{"canary", Role::kCanary, Hosts("node-[12]")},
+                                 {"baseline",
+                                  Role::kBaseline,
+                                  {},
+                                  nullptr,
+                                  down,
+                                  analysis::HistorySelector("Hostname", {"node-3"}, kNames)}},
+                                t0_, &sources);
+  ASSERT_TRUE(replay.has_value()) << replay.error().ToString();
+  const auto ticks = AllTicks(**replay, sources, t0_ + kSeconds - 1);
+  ASSERT_EQ(ticks.size(), static_cast<std::size_t>(kSeconds));
+  for (const auto& t : ticks) {
+    for (const std::string& line : t) EXPECT_EQ(line.find("node-3"), std::string::npos) << line;
+  }
+  auto* remote = dynamic_cast<analysis::PrometheusTickSource*>(sources[1]);
+  ASSERT_NE(remote, nullptr);
+  EXPECT_GT(remote->failed_queries(), 0U);
+  EXPECT_EQ(remote->failed_queries(), remote->queries());
+  EXPECT_NE(remote->last_error().message().find("Connection refused"), std::string::npos)
+      << remote->last_error().ToString();
+}
+
 TEST_F(PrometheusHistorySourceTest, EachHostSwitchesToTheStoreAtItsOwnFirstSecond) {
   store::Store& full = StoreFrom({{"node-1", 0}, {"node-2", 0}, {"node-3", 0}});
   const auto expected = Ticks(full, nullptr, nullptr);
@@ -376,7 +460,7 @@ TEST_F(PrometheusHistorySourceTest, EachHostSwitchesToTheStoreAtItsOwnFirstSecon
   store::Store& partial = StoreFrom({{"node-1", 35}, {"node-2", 70}, {"node-3", 50}});
   auto canary = History({"node-1", "node-2"});
   auto baseline = History({"node-3"});
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto replay =
       analysis::OpenStoreReplay(partial,
                                 {{"canary", Role::kCanary, Hosts("node-[12]"), canary},
@@ -411,11 +495,11 @@ TEST_F(PrometheusHistorySourceTest, SparseHistoryLeavesTheSecondsBetweenScrapesW
   PrometheusHistory::Server server{prometheus_->url(), {}};
   auto history =
       PrometheusHistory::Start(server, "Hostname", {"node-9"}, kNames, t0_, t0_ + kSeconds);
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto replay = analysis::OpenStoreReplay(
       empty, {{"canary", Role::kCanary, Hosts("node-9"), history}}, t0_, &sources);
   ASSERT_TRUE(replay.has_value());
-  for (StoreTickSource* s : sources) {
+  for (LiveTickSource* s : sources) {
     s->SetReadyThrough(t0_ + kSeconds - 1);
     s->Close();
   }
@@ -510,7 +594,7 @@ TEST_F(PrometheusHistorySourceTest, TheReplayWaitsForAFetchInFlight) {
     std::function<void()> open;
     ~Gate() { open(); }
   } gate{open_gate};
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto replay = analysis::OpenStoreReplay(
       empty, {{"canary", Role::kCanary, Hosts("node-7"), history}}, t0_, &sources);
   ASSERT_TRUE(replay.has_value());
@@ -565,7 +649,7 @@ TEST_F(PrometheusHistorySourceTest, AnErrorAnswerIsNotedWithTheServersReason) {
                         ") of node-1, node-2, node-3 is not in the store: reading it from "
                         "Prometheus " +
                         options.url);
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto replay = analysis::OpenStoreReplay(partial, std::move(inputs), t0_, &sources);
   ASSERT_TRUE(replay.has_value());
   EXPECT_EQ(AllTicks(**replay, sources, t0_ + kSeconds - 1), store_only);

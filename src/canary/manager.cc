@@ -67,7 +67,7 @@ struct CanaryManager::Canary {
   CanaryView view;
   std::int64_t end_s = 0;  // the last second judged
   std::unique_ptr<analysis::Replay> replay;
-  std::vector<analysis::StoreTickSource*> sources;
+  std::vector<analysis::LiveTickSource*> sources;
   std::unique_ptr<CanaryHistory> history;  // null: the store's own history only
   std::unique_ptr<analysis::Judge> judge;
   analysis::Tick tick;
@@ -497,7 +497,7 @@ void CanaryManager::NotifyEnd(const Canary& c) {
 void CanaryManager::Step(Canary& c, std::int64_t now_ms) {
   const std::int64_t ready = FloorSeconds(now_ms - options_.lag_ms) - 1;
   const std::int64_t through = std::min(ready, c.end_s);
-  for (analysis::StoreTickSource* s : c.sources) {
+  for (analysis::LiveTickSource* s : c.sources) {
     s->SetReadyThrough(through);
     if (through == c.end_s) s->Close();
   }

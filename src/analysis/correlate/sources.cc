@@ -123,12 +123,13 @@ Result<std::unique_ptr<Replay>> OpenStoreCorrelationReplay(const store::Store& s
                                                            std::int64_t from_s, std::int64_t to_s) {
   Result<model::Matcher> names = NameMatcher();
   if (!names) return Error(names.error());
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto replay =
       OpenStoreReplay(store, {{"the store", Role::kBaseline, {*names}, nullptr}}, from_s, &sources);
   if (!replay) return Error(replay.error());
-  for (StoreTickSource* s : sources) {
-    s->SetSliceSeconds(kStoreSliceS);
+  for (LiveTickSource* s : sources) {
+    // The one input above reads the store.
+    static_cast<StoreTickSource*>(s)->SetSliceSeconds(kStoreSliceS);
     s->SetReadyThrough(to_s - 1);
     s->Close();
   }

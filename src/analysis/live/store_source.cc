@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "analysis/live/prometheus_follow.h"
 #include "analysis/live/prometheus_history.h"
 #include "dcgm/fields.h"
 #include "model/matcher.h"
@@ -39,7 +40,7 @@ StoreTickSource::StoreTickSource(const store::Store& store, std::vector<model::M
                                  std::string name, int index, int reorder_window_s,
                                  std::int64_t from_s, SeriesSink& sink,
                                  std::shared_ptr<PrometheusHistory> history)
-    : LabelledTickSource(std::move(name), index, sink),
+    : LiveTickSource(std::move(name), index, sink),
       store_(store),
       matchers_(std::move(matchers)),
       window_(std::max(0, reorder_window_s)),
@@ -184,7 +185,7 @@ Status StoreTickSource::ReadChunk() {
 
 Result<std::unique_ptr<Replay>> OpenStoreReplay(const store::Store& store,
                                                 std::vector<StoreInput> inputs, std::int64_t from_s,
-                                                std::vector<StoreTickSource*>* sources,
+                                                std::vector<LiveTickSource*>* sources,
                                                 const ReplayOptions& options) {
   std::vector<ReplayInput> replay_inputs;
   replay_inputs.reserve(inputs.size());
@@ -193,8 +194,16 @@ Result<std::unique_ptr<Replay>> OpenStoreReplay(const store::Store& store,
   auto make = [&](const ReplayInput& input, int index,
                   SeriesSink& sink) -> Result<std::unique_ptr<TickSource>> {
     const StoreInput& in = inputs[static_cast<std::size_t>(index)];
-    auto source = std::make_unique<StoreTickSource>(
-        store, in.matchers, input.path, index, options.reorder_window_s, from_s, sink, in.history);
+    std::unique_ptr<LiveTickSource> source;
+    if (in.remote) {
+      source =
+          std::make_unique<PrometheusTickSource>(*in.remote, in.remote_selector, input.path, index,
+                                                 options.reorder_window_s, from_s, sink);
+    } else {
+      source =
+          std::make_unique<StoreTickSource>(store, in.matchers, input.path, index,
+                                            options.reorder_window_s, from_s, sink, in.history);
+    }
     if (sources != nullptr) sources->push_back(source.get());
     return std::unique_ptr<TickSource>(std::move(source));
   };

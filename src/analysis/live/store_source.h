@@ -5,7 +5,7 @@
 // increases, histogram buckets, missing data — is Replay's, so the same
 // telemetry gives the same ticks from a file or from the store.
 //
-//   std::vector<StoreTickSource*> sources;
+//   std::vector<LiveTickSource*> sources;
 //   auto replay = OpenStoreReplay(store, {{"canary", Role::kCanary, canary_matchers},
 //                                         {"baseline", Role::kBaseline, base_matchers}},
 //                                 from_s, &sources);
@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,20 @@ class LabelledTickSource : public TickSource {
   FlatHashMap<std::uint32_t> series_ids_;  // LabelsHash -> replay series
 };
 
-class StoreTickSource final : public LabelledTickSource {
+// A live source: seconds become readable as time passes.
+class LiveTickSource : public LabelledTickSource {
+ public:
+  // Seconds up to and including `tick` may be read (the store: every scrape
+  // that can carry them has landed; an engine: its remote lag has passed).
+  virtual void SetReadyThrough(std::int64_t tick) = 0;
+  // No more seconds will become ready: once what is ready is read, eof().
+  virtual void Close() = 0;
+
+ protected:
+  using LabelledTickSource::LabelledTickSource;
+};
+
+class StoreTickSource final : public LiveTickSource {
  public:
   // Reads the series matching `matchers` from second `from_s` on, as input
   // `index` of the replay whose series table is `sink`.
@@ -79,9 +93,9 @@ class StoreTickSource final : public LabelledTickSource {
 
   // Seconds up to and including `tick` are complete in the store (every
   // scrape that can carry them has landed); ReadChunk reads up to there.
-  void SetReadyThrough(std::int64_t tick);
+  void SetReadyThrough(std::int64_t tick) override;
   // No more seconds will become ready: once what is ready is read, eof().
-  void Close() { closed_ = true; }
+  void Close() override { closed_ = true; }
 
   // Reads up to kSliceSeconds ready seconds from the store (and the
   // history); stalled() when none is ready or the history is still being
@@ -130,13 +144,19 @@ struct StoreInput {
   Role role = Role::kBaseline;
   std::vector<model::Matcher> matchers;
   std::shared_ptr<PrometheusHistory> history = nullptr;  // optional, see StoreTickSource
+  // Set: the input is read from this engine instead of the store, second by
+  // second, with `remote_selector` (prometheus_follow.h); matchers and
+  // history are not used.
+  std::optional<PrometheusHistory::Server> remote = std::nullopt;
+  std::string remote_selector = {};
 };
 
-// A replay of `inputs` from the store, from second `from_s` on. `sources`
-// (optional) receives the sources, in input order, to advance them.
+// A replay of `inputs` from the store (and engines, for remote inputs), from
+// second `from_s` on. `sources` (optional) receives the sources, in input
+// order, to advance them.
 Result<std::unique_ptr<Replay>> OpenStoreReplay(const store::Store& store,
                                                 std::vector<StoreInput> inputs, std::int64_t from_s,
-                                                std::vector<StoreTickSource*>* sources,
+                                                std::vector<LiveTickSource*>* sources,
                                                 const ReplayOptions& options = {});
 
 }  // namespace gpucanary::analysis

@@ -143,7 +143,7 @@ class StoreSourceTest : public ::testing::Test {
     fixture_.reset();
     fs::remove_all(dir_);
   }
-  Result<std::unique_ptr<Replay>> OpenFromStore(std::vector<StoreTickSource*>* sources) {
+  Result<std::unique_ptr<Replay>> OpenFromStore(std::vector<LiveTickSource*>* sources) {
     return OpenStoreReplay(fixture_->store(),
                            {{"canary", Role::kCanary, Hosts("node-[12]")},
                             {"baseline", Role::kBaseline, Hosts("node-3")}},
@@ -168,11 +168,11 @@ TEST_F(StoreSourceTest, TheStoreGivesTheTicksOfTheRecording) {
   }
   ASSERT_EQ(expected.size(), static_cast<std::size_t>(kSeconds));
 
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto live = OpenFromStore(&sources);
   ASSERT_TRUE(live.has_value()) << live.error().ToString();
   ASSERT_EQ(sources.size(), 2U);
-  for (StoreTickSource* s : sources) {
+  for (LiveTickSource* s : sources) {
     s->SetReadyThrough(kT0 + kSeconds - 1);
     s->Close();
   }
@@ -195,7 +195,7 @@ TEST_F(StoreSourceTest, TheStoreGivesTheTicksOfTheRecording) {
 }
 
 TEST_F(StoreSourceTest, ALiveReplayWaitsForReadySecondsAndResumes) {
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto live = OpenFromStore(&sources);
   ASSERT_TRUE(live.has_value()) << live.error().ToString();
   Tick tick;
@@ -204,7 +204,7 @@ TEST_F(StoreSourceTest, ALiveReplayWaitsForReadySecondsAndResumes) {
   ASSERT_TRUE(more.has_value());
   EXPECT_FALSE(*more);
 
-  for (StoreTickSource* s : sources) s->SetReadyThrough(kT0 + 9);
+  for (LiveTickSource* s : sources) s->SetReadyThrough(kT0 + 9);
   std::vector<std::int64_t> times;
   while (*(*live)->Next(tick)) times.push_back(tick.time_s);
   ASSERT_EQ(times.size(), 10U);
@@ -213,7 +213,7 @@ TEST_F(StoreSourceTest, ALiveReplayWaitsForReadySecondsAndResumes) {
 
   // Later seconds become ready: the replay goes on where it stopped, and the
   // counter increases across the pause are still known.
-  for (StoreTickSource* s : sources) s->SetReadyThrough(kT0 + 40);
+  for (LiveTickSource* s : sources) s->SetReadyThrough(kT0 + 40);
   times.clear();
   std::optional<double> increase;
   while (*(*live)->Next(tick)) {
@@ -232,14 +232,14 @@ TEST_F(StoreSourceTest, ALiveReplayWaitsForReadySecondsAndResumes) {
 }
 
 TEST_F(StoreSourceTest, AHostInBothInputsIsAClearError) {
-  std::vector<StoreTickSource*> sources;
+  std::vector<LiveTickSource*> sources;
   auto live =
       OpenStoreReplay(fixture_->store(),
                       {{"canary {Hostname=~\"node-[12]\"}", Role::kCanary, Hosts("node-[12]")},
                        {"baseline {Hostname=~\"node-[23]\"}", Role::kBaseline, Hosts("node-[23]")}},
                       kT0, &sources);
   ASSERT_TRUE(live.has_value());
-  for (StoreTickSource* s : sources) s->SetReadyThrough(kT0 + 5);
+  for (LiveTickSource* s : sources) s->SetReadyThrough(kT0 + 5);
   Tick tick;
   Result<bool> more = true;
   while (more && *more) more = (*live)->Next(tick);
