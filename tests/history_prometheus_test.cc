@@ -302,6 +302,22 @@ class PrometheusHistorySourceTest : public ::testing::Test {
     return AllTicks(**replay, sources, t0_ + kSeconds - 1);
   }
 
+  // The canary arm (node-1, node-2) from `store`, the baseline arm (node-3)
+  // followed in `engine` as a canary across shards reads it.
+  Result<std::unique_ptr<Replay>> OpenWithRemoteBaseline(store::Store& store,
+                                                         const PrometheusHistory::Server& engine,
+                                                         std::vector<LiveTickSource*>* sources) {
+    return analysis::OpenStoreReplay(store,
+                                     {{"canary", Role::kCanary, Hosts("node-[12]")},
+                                      {"baseline",
+                                       Role::kBaseline,
+                                       {},
+                                       nullptr,
+                                       engine,
+                                       analysis::HistorySelector("Hostname", {"node-3"}, kNames)}},
+                                     t0_, sources);
+  }
+
   // Drops the lines of FAN_SPEED (in the stores, never asked of Prometheus).
   static std::vector<std::vector<std::string>> WithoutFan(
       std::vector<std::vector<std::string>> ticks) {
@@ -380,16 +396,7 @@ TEST_F(PrometheusHistorySourceTest, ABaselineArmFollowedInTheEngineGivesTheTicks
   PrometheusHistory::Server engine{prometheus_->url(), {}};
   engine.client.timeout_ms = 10000;
   std::vector<LiveTickSource*> sources;
-  auto replay =
-      analysis::OpenStoreReplay(canary_shard,
-                                {{"canary", Role::kCanary, Hosts("node-[12]")},
-                                 {"baseline",
-                                  Role::kBaseline,
-                                  {},
-                                  nullptr,
-                                  engine,
-                                  analysis::HistorySelector("Hostname", {"node-3"}, kNames)}},
-                                t0_, &sources);
+  auto replay = OpenWithRemoteBaseline(canary_shard, engine, &sources);
   ASSERT_TRUE(replay.has_value()) << replay.error().ToString();
   std::vector<std::vector<std::string>> got;
   Tick tick;
@@ -425,16 +432,7 @@ TEST_F(PrometheusHistorySourceTest, AnEngineThatIsDownLeavesItsArmWithoutDataAnd
   PrometheusHistory::Server down{"http://127.0.0.1:" + std::to_string(test::FreePort()), {}};
   down.client.timeout_ms = 2000;
   std::vector<LiveTickSource*> sources;
-  auto replay =
-      analysis::OpenStoreReplay(canary_shard,
-                                {{"canary", Role::kCanary, Hosts("node-[12]")},
-                                 {"baseline",
-                                  Role::kBaseline,
-                                  {},
-                                  nullptr,
-                                  down,
-                                  analysis::HistorySelector("Hostname", {"node-3"}, kNames)}},
-                                t0_, &sources);
+  auto replay = OpenWithRemoteBaseline(canary_shard, down, &sources);
   ASSERT_TRUE(replay.has_value()) << replay.error().ToString();
   const auto ticks = AllTicks(**replay, sources, t0_ + kSeconds - 1);
   ASSERT_EQ(ticks.size(), static_cast<std::size_t>(kSeconds));

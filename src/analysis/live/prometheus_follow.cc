@@ -16,20 +16,9 @@ PrometheusTickSource::PrometheusTickSource(PrometheusHistory::Server server, std
       window_(std::max(0, reorder_window_s)),
       next_(from_s) {}
 
-void PrometheusTickSource::SetReadyThrough(std::int64_t tick) { ready_ = std::max(ready_, tick); }
-
 Status PrometheusTickSource::ReadChunk() {
-  stalled_ = false;
-  if (eof_) return Status::Ok();
-  if (ready_ == kNoTick || next_ > ready_) {
-    if (closed_) {
-      eof_ = true;
-    } else {
-      stalled_ = true;
-    }
-    return Status::Ok();
-  }
-  const std::int64_t last = std::min(ready_, next_ + StoreTickSource::kSliceSeconds - 1);
+  if (!BeginRead(next_)) return Status::Ok();
+  const std::int64_t last = std::min(ready(), next_ + StoreTickSource::kSliceSeconds - 1);
   ++queries_;
   auto fetched =
       promql::QueryRaw(server_.url, selector_, next_ * 1000, last * 1000 + 999, server_.client);

@@ -35,9 +35,6 @@ class PrometheusTickSource final : public LiveTickSource {
   PrometheusTickSource(PrometheusHistory::Server server, std::string selector, std::string name,
                        int index, int reorder_window_s, std::int64_t from_s, SeriesSink& sink);
 
-  void SetReadyThrough(std::int64_t tick) override;
-  void Close() override { closed_ = true; }
-
   // Asks the engine for up to kSliceSeconds ready seconds and files their
   // samples; stalled() when none is ready. Never fails: a failed query is
   // counted (failed_queries, last_error) and its seconds have no data.
@@ -53,9 +50,7 @@ class PrometheusTickSource final : public LiveTickSource {
   const PrometheusHistory::Server server_;
   const std::string selector_;
   int window_;
-  std::int64_t next_;             // first second not asked for yet
-  std::int64_t ready_ = kNoTick;  // last second that may be asked for
-  bool closed_ = false;
+  std::int64_t next_;  // first second not asked for yet
   Status last_error_;
   std::uint64_t queries_ = 0;
   std::uint64_t failed_queries_ = 0;

@@ -47,7 +47,19 @@ StoreTickSource::StoreTickSource(const store::Store& store, std::vector<model::M
       next_(from_s),
       history_(std::move(history)) {}
 
-void StoreTickSource::SetReadyThrough(std::int64_t tick) { ready_ = std::max(ready_, tick); }
+bool LiveTickSource::BeginRead(std::int64_t next) {
+  stalled_ = false;
+  if (eof_) return false;
+  if (ready_ == kNoTick || next > ready_) {
+    if (closed_) {
+      eof_ = true;
+    } else {
+      stalled_ = true;
+    }
+    return false;
+  }
+  return true;
+}
 
 Result<std::uint32_t> LabelledTickSource::SeriesOf(const model::Labels& labels) {
   const std::uint64_t hash = FlatHashMap<std::uint32_t>::NonZero(model::LabelsHash(labels));
@@ -145,21 +157,12 @@ Status StoreTickSource::FileHistory(const store::QueryResult& result, std::int64
 }
 
 Status StoreTickSource::ReadChunk() {
-  stalled_ = false;
-  if (eof_) return Status::Ok();
-  if (ready_ == kNoTick || next_ > ready_) {
-    if (closed_) {
-      eof_ = true;
-    } else {
-      stalled_ = true;
-    }
-    return Status::Ok();
-  }
+  if (!BeginRead(next_)) return Status::Ok();
   if (history_ != nullptr && !history_->Done()) {
     stalled_ = true;  // the history's seconds come first: wait for them
     return Status::Ok();
   }
-  const std::int64_t last = std::min(ready_, next_ + slice_s_ - 1);
+  const std::int64_t last = std::min(ready(), next_ + slice_s_ - 1);
   auto result = store_.Query(matchers_, next_ * 1000, last * 1000 + 999);
   if (!result) return result.error().WithPrefix(name_);
   if (history_ != nullptr) {

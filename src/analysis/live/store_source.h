@@ -74,12 +74,20 @@ class LiveTickSource : public LabelledTickSource {
  public:
   // Seconds up to and including `tick` may be read (the store: every scrape
   // that can carry them has landed; an engine: its remote lag has passed).
-  virtual void SetReadyThrough(std::int64_t tick) = 0;
+  void SetReadyThrough(std::int64_t tick) { ready_ = std::max(ready_, tick); }
   // No more seconds will become ready: once what is ready is read, eof().
-  virtual void Close() = 0;
+  void Close() { closed_ = true; }
 
  protected:
   using LabelledTickSource::LabelledTickSource;
+  // Begins a ReadChunk that reads from second `next`: true when a second
+  // is ready; else the source is stalled, or at its end once closed.
+  bool BeginRead(std::int64_t next);
+  std::int64_t ready() const { return ready_; }
+
+ private:
+  std::int64_t ready_ = kNoTick;  // last second that may be read
+  bool closed_ = false;
 };
 
 class StoreTickSource final : public LiveTickSource {
@@ -90,12 +98,6 @@ class StoreTickSource final : public LiveTickSource {
   StoreTickSource(const store::Store& store, std::vector<model::Matcher> matchers, std::string name,
                   int index, int reorder_window_s, std::int64_t from_s, SeriesSink& sink,
                   std::shared_ptr<PrometheusHistory> history = nullptr);
-
-  // Seconds up to and including `tick` are complete in the store (every
-  // scrape that can carry them has landed); ReadChunk reads up to there.
-  void SetReadyThrough(std::int64_t tick) override;
-  // No more seconds will become ready: once what is ready is read, eof().
-  void Close() override { closed_ = true; }
 
   // Reads up to kSliceSeconds ready seconds from the store (and the
   // history); stalled() when none is ready or the history is still being
@@ -122,9 +124,7 @@ class StoreTickSource final : public LiveTickSource {
   std::vector<model::Matcher> matchers_;
   int window_;
   std::int64_t slice_s_ = kSliceSeconds;
-  std::int64_t next_;             // first second not read yet
-  std::int64_t ready_ = kNoTick;  // last second that may be read
-  bool closed_ = false;
+  std::int64_t next_;  // first second not read yet
 
   std::shared_ptr<PrometheusHistory> history_;  // null once past its window
   struct HistoryCursor {
