@@ -173,8 +173,7 @@ Status Daemon::Impl::Start() {
           std::vector<remote::FamilyMetadata> out;
           if (!scraper_) return out;
           for (scrape::MetricMetadata& m : scraper_->Metadata()) {
-            out.push_back({std::move(m.family), std::string(model::MetricTypeName(m.type)),
-                           std::move(m.help), std::move(m.unit)});
+            out.push_back({std::move(m.family), m.type, std::move(m.help), std::move(m.unit)});
           }
           return out;
         });
@@ -595,7 +594,7 @@ void Daemon::Impl::AppendSenderMetrics(model::FamilyWriter& metrics) const {
          });
   family("gpucanary_remote_write_out_wal_lost_total", T::kCounter,
          "Stretches of WAL deleted or damaged before they were read (each is logged).",
-         [&](const remote::SenderStats& s, auto put) { put({}, d(s.dropped_backlog)); });
+         [&](const remote::SenderStats& s, auto put) { put({}, d(s.wal_lost)); });
   family("gpucanary_remote_write_out_samples_pending", T::kGauge,
          "Samples read from the WAL and not yet answered.",
          [&](const remote::SenderStats& s, auto put) { put({}, d(s.samples_pending)); });

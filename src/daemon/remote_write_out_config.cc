@@ -6,11 +6,11 @@
 #include <string_view>
 #include <utility>
 
+#include "config/authorization.h"
 #include "config/http_headers.h"
 #include "config/tls_config.h"
 #include "core/base64.h"
 #include "daemon/serve_config.h"
-#include "net/http_message.h"
 #include "net/url.h"
 #include "scrape/config.h"
 #include "scrape/relabel_config.h"
@@ -30,8 +30,6 @@ constexpr std::array<std::string_view, 8> kQueueKeys = {
     "shards",      "capacity",    "max_samples_per_send", "batch_send_deadline",
     "min_backoff", "max_backoff", "retry_on_http_429",    "max_backlog"};
 constexpr std::array<std::string_view, 2> kMetadataKeys = {"send", "send_interval"};
-constexpr std::array<std::string_view, 3> kAuthorizationKeys = {"type", "credentials",
-                                                                "credentials_file"};
 constexpr std::array<std::string_view, 3> kBasicAuthKeys = {"username", "password",
                                                             "password_file"};
 // The sender sets these itself (the remote_write 1.0 spec: "MUST NOT allow
@@ -141,26 +139,10 @@ Result<std::string> ReadAuth(const Reporter& r, const Fields& entry, const std::
     return r.Fail(*basic, Child(field, "basic_auth"), "give authorization or basic_auth, not both");
   }
   if (authorization != nullptr) {
-    const std::string at = Child(field, "authorization");
-    auto f = Fields::Read(r, *authorization, at, kAuthorizationKeys);
-    if (!f) return Error(f.error());
-    std::string type = "Bearer";
-    if (const YAML::Node* n = f->Find("type")) {
-      auto t = config::ReadString(r, *n, Child(at, "type"));
-      if (!t) return Error(t.error());
-      if (!net::IsHeaderName(*t) || net::EqualsIgnoreCase(*t, "basic")) {
-        return r.Fail(*n, Child(at, "type"),
-                      "'" + *t + "' is not an authorization scheme (use basic_auth for Basic)");
-      }
-      type = *t;
-    }
-    auto credentials = config::ReadSecret(r, *f, base, at, "credentials", "credentials_file");
-    if (!credentials) return Error(credentials.error());
-    if (credentials->empty()) {
-      return r.Fail(f->mark(), Child(at, "credentials"),
-                    "credentials or credentials_file required");
-    }
-    return type + " " + *credentials;
+    auto a = config::ReadAuthorization(r, *authorization, Child(field, "authorization"), base,
+                                       "(use basic_auth for Basic)");
+    if (!a) return Error(a.error());
+    return a->type + " " + a->credentials;
   }
   if (basic != nullptr) {
     const std::string at = Child(field, "basic_auth");

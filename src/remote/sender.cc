@@ -24,6 +24,7 @@
 #include "net/http_client.h"
 #include "net/url.h"
 #include "remote/remote_write.pb.h"
+#include "store/file.h"
 
 namespace gpucanary::remote {
 
@@ -88,19 +89,21 @@ std::string EncodeBody(
   {
     StringOutputStream stream(&raw);
     CodedOutputStream out(&stream);
+    // A Sample message: value (tag, 8 bytes) and timestamp (tag, varint).
+    const auto sample_bytes = [](std::int64_t t) -> std::size_t {
+      return 1 + 8 + 1 + CodedOutputStream::VarintSize64(static_cast<std::uint64_t>(t));
+    };
     for (std::size_t i = 0; i < series.size(); ++i) {
       std::size_t samples_bytes = 0;
       for (const auto& [t, bits] : samples[i]) {
-        const std::size_t msg =
-            1 + 8 + 1 + CodedOutputStream::VarintSize64(static_cast<std::uint64_t>(t));
+        const std::size_t msg = sample_bytes(t);
         samples_bytes += 1 + CodedOutputStream::VarintSize32(static_cast<std::uint32_t>(msg)) + msg;
       }
       out.WriteTag(kTimeSeriesTag);
       out.WriteVarint32(static_cast<std::uint32_t>(series[i]->labels_pb.size() + samples_bytes));
       out.WriteRaw(series[i]->labels_pb.data(), static_cast<int>(series[i]->labels_pb.size()));
       for (const auto& [t, bits] : samples[i]) {
-        const std::size_t msg =
-            1 + 8 + 1 + CodedOutputStream::VarintSize64(static_cast<std::uint64_t>(t));
+        const std::size_t msg = sample_bytes(t);
         out.WriteTag(kSampleTag);
         out.WriteVarint32(static_cast<std::uint32_t>(msg));
         out.WriteTag(kValueTag);
@@ -115,14 +118,25 @@ std::string EncodeBody(
   return compressed;
 }
 
-pb::MetricMetadata::MetricType MetadataType(std::string_view type) {
-  if (type == "counter") return pb::MetricMetadata::COUNTER;
-  if (type == "gauge") return pb::MetricMetadata::GAUGE;
-  if (type == "histogram") return pb::MetricMetadata::HISTOGRAM;
-  if (type == "gaugehistogram") return pb::MetricMetadata::GAUGEHISTOGRAM;
-  if (type == "summary") return pb::MetricMetadata::SUMMARY;
-  if (type == "info") return pb::MetricMetadata::INFO;
-  if (type == "stateset") return pb::MetricMetadata::STATESET;
+pb::MetricMetadata::MetricType MetadataType(model::MetricType type) {
+  switch (type) {
+    case model::MetricType::kCounter:
+      return pb::MetricMetadata::COUNTER;
+    case model::MetricType::kGauge:
+      return pb::MetricMetadata::GAUGE;
+    case model::MetricType::kHistogram:
+      return pb::MetricMetadata::HISTOGRAM;
+    case model::MetricType::kGaugeHistogram:
+      return pb::MetricMetadata::GAUGEHISTOGRAM;
+    case model::MetricType::kSummary:
+      return pb::MetricMetadata::SUMMARY;
+    case model::MetricType::kInfo:
+      return pb::MetricMetadata::INFO;
+    case model::MetricType::kStateSet:
+      return pb::MetricMetadata::STATESET;
+    case model::MetricType::kUnknown:
+      break;
+  }
   return pb::MetricMetadata::UNKNOWN;
 }
 
@@ -230,7 +244,7 @@ class Sender::Impl : public WalWatcher::Handler {
     s.samples_retried = retried_.load();
     s.dropped_relabel = dropped_relabel_.load();
     s.dropped_unknown_series = dropped_unknown_.load();
-    s.dropped_backlog = dropped_backlog_.load();
+    s.wal_lost = wal_lost_.load();
     s.dropped_resent_refused = dropped_resent_.load();
     s.samples_pending = pending_.load();
     s.wal_backlog_bytes = backlog_bytes_.load();
@@ -258,7 +272,7 @@ class Sender::Impl : public WalWatcher::Handler {
       entry->labels_pb = LabelsPb(relabelled);
       entry->shard = static_cast<int>(model::LabelsHash(relabelled) % shards_.size());
     }
-    series_[ref] = {std::move(entry), Clock::now()};
+    series_[ref] = {std::move(entry), poll_started_};
   }
 
   bool Sample(store::SeriesRef ref, std::int64_t t, std::uint64_t bits,
@@ -270,11 +284,11 @@ class Sender::Impl : public WalWatcher::Handler {
         unknown_logged_ = true;
         Log("a sample of series ref " + std::to_string(ref) + " at WAL " + FormatPosition(pos) +
             " has no series record left in the WAL: dropped (counted in "
-            "gpucanary_remote_write_samples_dropped_total{reason=\"unknown_series\"})");
+            "gpucanary_remote_write_out_samples_dropped_total{reason=\"unknown_series\"})");
       }
       return true;
     }
-    it->second.last_seen = Clock::now();
+    it->second.last_seen = poll_started_;
     const std::shared_ptr<const SeriesEntry>& entry = it->second.entry;
     if (entry->dropped) {
       ++dropped_relabel_;
@@ -295,9 +309,8 @@ class Sender::Impl : public WalWatcher::Handler {
   }
 
   void Lost(std::string_view what) override {
-    ++dropped_backlog_;
-    Log(std::string(what) +
-        " (counted in gpucanary_remote_write_samples_dropped_total{reason=\"backlog\"})");
+    ++wal_lost_;
+    Log(std::string(what) + " (counted in gpucanary_remote_write_out_wal_lost_total)");
   }
 
  private:
@@ -424,20 +437,13 @@ class Sender::Impl : public WalWatcher::Handler {
       text += buf;
     }
     keep_from_ = keep;
-    const fs::path path = state_dir_ / "position";
-    const fs::path tmp = state_dir_ / "position.tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-      out << text;
-      out.flush();
-      if (!out) {
-        LogSaveFailure(tmp.string() + ": cannot be written");
-        return;
-      }
+    // Atomic against a kill -9 (rename); not synced: the WAL it points into
+    // is synced once a second, and a position older than the data only
+    // sends it again.
+    if (Status st = store::WriteFileAtomic(state_dir_ / "position", text, /*sync=*/false);
+        !st.ok()) {
+      LogSaveFailure(st.message());
     }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) LogSaveFailure(path.string() + ": " + ec.message());
   }
 
   void LogSaveFailure(const std::string& why) REQUIRES(save_mu_) {
@@ -459,6 +465,7 @@ class Sender::Impl : public WalWatcher::Handler {
     auto last_prune = Clock::now();
     bool error_logged = false;
     while (!stopping_) {
+      poll_started_ = Clock::now();
       auto caught_up = watcher_.Poll(*this);
       if (!caught_up) {
         if (!error_logged) Log("reading the WAL: " + caught_up.error().message());
@@ -492,9 +499,7 @@ class Sender::Impl : public WalWatcher::Handler {
   }
 
   void ShardLoop(Shard& s) {
-    s.conn = url_.https ? std::make_unique<net::HttpConnection>(
-                              url_.host, url_.port, config_.tls.value_or(net::TlsClientOptions{}))
-                        : std::make_unique<net::HttpConnection>(url_.host, url_.port);
+    s.conn = NewConnection();
     const auto deadline = std::chrono::milliseconds(config_.queue.batch_send_deadline_ms);
     std::vector<Queued> batch;
     for (;;) {
@@ -554,6 +559,13 @@ class Sender::Impl : public WalWatcher::Handler {
       }
       SavePosition();
     }
+  }
+
+  // A kept-alive connection to the receiver (one per shard, one for metadata).
+  std::unique_ptr<net::HttpConnection> NewConnection() const {
+    if (!url_.https) return std::make_unique<net::HttpConnection>(url_.host, url_.port);
+    return std::make_unique<net::HttpConnection>(url_.host, url_.port,
+                                                 config_.tls.value_or(net::TlsClientOptions{}));
   }
 
   net::FetchOptions RequestOptions(std::string body) const {
@@ -659,10 +671,7 @@ class Sender::Impl : public WalWatcher::Handler {
   }
 
   void MetadataLoop() {
-    std::unique_ptr<net::HttpConnection> conn =
-        url_.https ? std::make_unique<net::HttpConnection>(
-                         url_.host, url_.port, config_.tls.value_or(net::TlsClientOptions{}))
-                   : std::make_unique<net::HttpConnection>(url_.host, url_.port);
+    std::unique_ptr<net::HttpConnection> conn = NewConnection();
     const auto every = std::chrono::milliseconds(config_.metadata.send_interval_ms);
     bool failing = false;  // logged once per run of failures
     while (SleepFor(every)) {
@@ -722,6 +731,7 @@ class Sender::Impl : public WalWatcher::Handler {
   WalWatcher watcher_;
   WalPosition start_;
   std::unordered_map<store::SeriesRef, SeriesSlot> series_;
+  Clock::time_point poll_started_ = Clock::now();  // a series' last_seen: no clock read per sample
   bool unknown_logged_ = false;
 
   Mutex save_mu_;  // taken before a shard's mu
@@ -729,7 +739,7 @@ class Sender::Impl : public WalWatcher::Handler {
   std::atomic<std::uint32_t> keep_from_{UINT32_MAX};
 
   std::atomic<std::uint64_t> sent_{0}, failed_{0}, retried_{0}, dropped_relabel_{0},
-      dropped_unknown_{0}, dropped_backlog_{0}, dropped_resent_{0}, pending_{0}, backlog_bytes_{0},
+      dropped_unknown_{0}, wal_lost_{0}, dropped_resent_{0}, pending_{0}, backlog_bytes_{0},
       req_2xx_{0}, req_4xx_{0}, req_429_{0}, req_5xx_{0}, req_error_{0}, metadata_sent_{0},
       metadata_failed_{0};
   std::atomic<std::int64_t> highest_sent_{0};

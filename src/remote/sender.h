@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/metric_type.h"
 #include "model/relabel.h"
 #include "net/tls_options.h"
 #include "remote/wal_watcher.h"
@@ -64,8 +65,7 @@ struct SenderConfig {
 // One metric family's TYPE, HELP and UNIT, as a scrape saw them.
 struct FamilyMetadata {
   std::string family;
-  std::string type;  // "counter", "gauge", "histogram", "gaugehistogram", "summary",
-                     // "info", "stateset", "unknown"
+  model::MetricType type = model::MetricType::kUnknown;
   std::string help;
   std::string unit;
 };
@@ -76,7 +76,7 @@ struct SenderStats {
   std::uint64_t samples_retried = 0;
   std::uint64_t dropped_relabel = 0;
   std::uint64_t dropped_unknown_series = 0;
-  std::uint64_t dropped_backlog = 0;  // WAL lost before it was read (events, see Lost)
+  std::uint64_t wal_lost = 0;  // stretches of WAL deleted or damaged before they were read
   std::uint64_t dropped_resent_refused = 0;
   std::uint64_t samples_pending = 0;
   std::uint64_t wal_backlog_bytes = 0;

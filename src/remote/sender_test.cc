@@ -495,8 +495,9 @@ TEST_F(SenderTest, MetadataIsSentEveryInterval) {
   c.metadata.send_interval_ms = 100;
   StartSender(c, [] {
     return std::vector<FamilyMetadata>{
-        {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", ""},
-        {"vllm:generation_tokens", "counter", "Number of generation tokens processed.", ""}};
+        {"DCGM_FI_DEV_SM_CLOCK", model::MetricType::kGauge, "SM clock frequency (in MHz).", ""},
+        {"vllm:generation_tokens", model::MetricType::kCounter,
+         "Number of generation tokens processed.", ""}};
   });
   ASSERT_TRUE(WaitFor([&] { return sender_->stats().metadata_sent >= 4U; }));
   EXPECT_GE(receiver_.metadata(), 4U);
@@ -540,7 +541,7 @@ TEST_F(SenderTest, TheWalANotYetAnsweredSampleIsInIsKept) {
   ASSERT_TRUE(WaitFor([&] { return receiver_.SamplesStored() == 6400U; }))
       << receiver_.SamplesStored();
   ExpectReceived(16, 0, 400);
-  EXPECT_EQ(sender_->stats().dropped_backlog, 0U);
+  EXPECT_EQ(sender_->stats().wal_lost, 0U);
   ASSERT_TRUE(WaitFor([&] { return sender_->KeepFrom() > first; }));
 }
 

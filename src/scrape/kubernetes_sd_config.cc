@@ -7,9 +7,9 @@
 #include <tuple>
 #include <utility>
 
+#include "config/authorization.h"
 #include "config/tls_config.h"
 #include "config/yaml_fields.h"
-#include "net/http_message.h"
 #include "net/url.h"
 
 namespace gpucanary::scrape {
@@ -26,7 +26,6 @@ constexpr std::string_view kKeys[] = {"role",      "api_server", "namespaces",
                                       "selectors", "tls_config", "authorization"};
 constexpr std::string_view kNamespaceKeys[] = {"names", "own_namespace"};
 constexpr std::string_view kSelectorKeys[] = {"role", "label", "field"};
-constexpr std::string_view kAuthorizationKeys[] = {"type", "credentials", "credentials_file"};
 
 constexpr KubernetesKind kKinds[] = {KubernetesKind::kPod, KubernetesKind::kEndpoints,
                                      KubernetesKind::kNode, KubernetesKind::kService};
@@ -220,39 +219,19 @@ Status CheckRequirement(SelectorLexer& lex) {
   return CheckValue(value);
 }
 
-// authorization: {type, credentials | credentials_file}, read as the
-// daemon's remote_write_out reads it (config::ReadSecret), but the file's
-// path is kept: it is read again for every request, as Prometheus does, so
-// a rotated token is used.
+// authorization: config::ReadAuthorization; the file's path is kept: it is
+// read again for every request, as Prometheus does, so a rotated token is
+// used.
 Status ReadAuthorization(const Reporter& r, const YAML::Node& node, const std::string& field,
                          const std::string& base_dir, KubernetesSdConfig* out) {
-  Result<Fields> f = Fields::Read(r, node, field, kAuthorizationKeys);
-  if (!f) return f.error();
-  if (const YAML::Node* t = f->Find("type")) {
-    Result<std::string> type = ReadString(r, *t, Child(field, "type"));
-    if (!type) return type.error();
-    if (!net::IsHeaderName(*type) || net::EqualsIgnoreCase(*type, "basic")) {
-      return r
-          .Fail(*t, Child(field, "type"),
-                "'" + *type + "' is not an authorization scheme (Basic is not supported)")
-          .value();
-    }
-    out->authorization_type = *type;
-  }
-  Result<std::string> secret =
-      config::ReadSecret(r, *f, base_dir, field, "credentials", "credentials_file");
-  if (!secret) return secret.error();
-  if (secret->empty()) {
-    return r
-        .Fail(f->mark(), Child(field, "credentials"), "credentials or credentials_file required")
-        .value();
-  }
-  if (const YAML::Node* file = f->Find("credentials_file")) {
-    std::filesystem::path path(file->Scalar());
-    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-    out->credentials_file = path.lexically_normal().string();
+  Result<config::Authorization> a =
+      config::ReadAuthorization(r, node, field, base_dir, "(Basic is not supported)");
+  if (!a) return a.error();
+  out->authorization_type = std::move(a->type);
+  if (!a->credentials_file.empty()) {
+    out->credentials_file = std::move(a->credentials_file);
   } else {
-    out->credentials = std::move(*secret);
+    out->credentials = std::move(a->credentials);
   }
   return Status::Ok();
 }

@@ -96,6 +96,8 @@ class Mapping {
 
 // Writes `bytes` to `path` atomically: a temporary file, fsync, rename, fsync
 // of the directory.
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes);
+// With `sync` false the file and folder are not fsynced: atomic against a
+// crashed process (the rename), not against a lost machine.
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes, bool sync = true);
 
 }  // namespace gpucanary::store

@@ -149,7 +149,7 @@ Mapping::~Mapping() {
   if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
 }
 
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes) {
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes, bool sync) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(tmp, "open", errno);
@@ -164,13 +164,14 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (sync && ::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
     return IoError(tmp, "fsync", err);
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return IoError(path, "rename", errno);
+  if (!sync) return Status::Ok();
   const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     (void)::fsync(dir);
